@@ -1,0 +1,296 @@
+"""The `gpuprices` command line: thin commands over the same functions the API calls."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import sys
+from collections.abc import Callable
+from dataclasses import asdict
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, ParamSpec, TypeVar
+
+import orjson
+import typer
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from api.schemas import OfferOut
+from pipeline.collect import RunReport, run_collection
+from pipeline.errors import PipelineError
+from pipeline.offers import OfferQuery, current_offers, gpu_specs
+from pipeline.settings import Settings
+from scrapers import PROVIDERS, ProviderError
+from scrapers.models import FormFactor, Pricing
+from warehouse import Warehouse, WarehouseError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    help="Track GPU offers and prices across Vast.ai, RunPod, Lambda and CoreWeave.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class OutputFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    CSV = "csv"
+
+
+class SortKey(StrEnum):
+    PRICE_PER_GPU_HOUR = "price_per_gpu_hour"
+    PRICE_PER_HOUR = "price_per_hour"
+
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option("--db", help="DuckDB file [env: GPUPRICES_DB; default data/gpuprices.duckdb]"),
+]
+
+
+def user_errors(command: Callable[P, R]) -> Callable[P, R]:
+    """Our own errors become one red line and exit 1; anything else is a bug and keeps its trace."""
+
+    @functools.wraps(command)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return command(*args, **kwargs)
+        except (PipelineError, WarehouseError, ProviderError) as exc:
+            err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+
+    return wrapper
+
+
+def _settings(db: Path | None) -> Settings:
+    settings = Settings()
+    return settings.model_copy(update={"db": db}) if db is not None else settings
+
+
+def _parse_replays(values: list[str]) -> dict[str, Path]:
+    replays: dict[str, Path] = {}
+    for value in values:
+        name, sep, file = value.partition("=")
+        if not sep or not name or not file:
+            raise typer.BadParameter(f"'{value}' is not NAME=FILE", param_hint="--replay")
+        path = Path(file)
+        if not path.is_file():
+            raise typer.BadParameter(f"no such file: {file}", param_hint="--replay")
+        if name not in PROVIDERS:
+            known = ", ".join(sorted(PROVIDERS))
+            raise typer.BadParameter(f"unknown provider '{name}' (known: {known})", "--replay")
+        replays[name] = path
+    return replays
+
+
+def _parse_at(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        raise typer.BadParameter(
+            f"'{value}' is not ISO 8601, e.g. 2026-01-01T00:00:00Z", param_hint="--at"
+        ) from None
+    if at.tzinfo is None:
+        raise typer.BadParameter(
+            f"'{value}' has no timezone; add Z or +00:00", param_hint="--at"
+        )
+    return at
+
+
+def _report_table(reports: list[RunReport]) -> Table:
+    table = Table(title="Collection")
+    for column in ("provider", "status", "offers", "rejected", "seconds", "error"):
+        table.add_column(column, justify="right" if column in ("offers", "rejected", "seconds") else "left")
+    for r in reports:
+        status = "[green]ok[/green]" if r.status == "ok" else "[red]failed[/red]"
+        table.add_row(
+            r.provider, status, str(r.offer_count), str(r.reject_count), f"{r.seconds:.2f}", r.error or ""
+        )
+    return table
+
+
+@app.command()
+@user_errors
+def collect(
+    provider: Annotated[
+        list[str] | None, typer.Option("--provider", "-p", help="Provider to collect (repeatable)")
+    ] = None,
+    replay: Annotated[
+        list[str] | None,
+        typer.Option("--replay", help="NAME=FILE: feed a saved response body instead of the network"),
+    ] = None,
+    at: Annotated[
+        str | None, typer.Option("--at", help="observed_at for this run, ISO 8601 with timezone")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Collect offers once from each provider (or only the replayed ones) and store them."""
+    replays = _parse_replays(replay or [])
+    observed_at = _parse_at(at)
+    for name in provider or []:
+        if name not in PROVIDERS:
+            known = ", ".join(sorted(PROVIDERS))
+            raise typer.BadParameter(f"unknown provider '{name}' (known: {known})", "--provider")
+    if replays:
+        names = list(dict.fromkeys([*replays, *(provider or [])]))
+    else:
+        names = list(provider or PROVIDERS)
+    settings = _settings(db)
+    with Warehouse.open(settings.db) as warehouse:
+        with Progress(
+            SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err
+        ) as progress:
+            tasks = {name: progress.add_task(f"{name}: waiting", total=None) for name in names}
+
+            def on_stage(name: str, stage: str) -> None:
+                progress.update(tasks[name], description=f"{name}: {stage}")
+
+            reports = run_collection(
+                names, warehouse, observed_at=observed_at, replays=replays, progress=on_stage
+            )
+    err.print(_report_table(reports))
+    for report in reports:
+        for reject in report.rejects:
+            err.print(
+                f"[yellow]rejected[/yellow] {report.provider} record {reject.record_id}: "
+                f"{reject.reason}",
+                highlight=False,
+                soft_wrap=True,
+            )
+    if any(r.status == "failed" for r in reports):
+        raise typer.Exit(1)
+
+
+def _offer_dicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [OfferOut.model_validate(row).model_dump(mode="json") for row in rows]
+
+
+@app.command()
+@user_errors
+def offers(
+    gpu: Annotated[str | None, typer.Option(help="Id (A100-80GB), family (A100) or any spelling")] = None,
+    provider: Annotated[list[str] | None, typer.Option("--provider", "-p", help="Repeatable")] = None,
+    pricing: Annotated[Pricing | None, typer.Option(help="on_demand or spot")] = None,
+    max_price_per_gpu: Annotated[
+        float | None, typer.Option(min=0, help="USD per GPU-hour, at most")
+    ] = None,
+    region: Annotated[str | None, typer.Option(help="Part of the region text")] = None,
+    form_factor: Annotated[FormFactor | None, typer.Option(help="SXM, PCIe or NVL")] = None,
+    include_unavailable: Annotated[
+        bool, typer.Option(help="Also list offers that are listed but not rentable now")
+    ] = False,
+    sort: Annotated[SortKey, typer.Option(help="Cheapest first by")] = SortKey.PRICE_PER_GPU_HOUR,
+    limit: Annotated[int | None, typer.Option(min=1)] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
+    db: DbOption = None,
+) -> None:
+    """List what is on offer now, cheapest per GPU-hour first."""
+    query = OfferQuery(
+        gpu=gpu,
+        providers=tuple(provider or ()),
+        pricing=pricing,
+        region=region,
+        form_factor=form_factor,
+        max_price_per_gpu_hour=max_price_per_gpu,
+        include_unavailable=include_unavailable,
+        sort=sort.value,  # type: ignore[arg-type]
+        limit=limit,
+    )
+    with Warehouse.open(_settings(db).db) as warehouse:
+        rows = _offer_dicts(current_offers(warehouse, query))
+    if fmt is OutputFormat.JSON:
+        sys.stdout.write(orjson.dumps({"offers": rows}, option=orjson.OPT_INDENT_2).decode() + "\n")
+    elif fmt is OutputFormat.CSV:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, fieldnames=list(OfferOut.model_fields), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        sys.stdout.write(buffer.getvalue())
+    else:
+        table = Table(title=f"{len(rows)} offers")
+        columns = ("gpu", "gpu_raw", "form_factor", "provider", "pricing", "price_per_gpu_hour",
+                    "price_per_hour", "gpu_count", "vram_gb", "region", "available", "observed_at")
+        for column in columns:
+            table.add_column(column.replace("_", " "))
+        for row in rows:
+            table.add_row(*(_cell(row[c]) for c in columns))
+        out.print(table)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.4g}" if value < 1000 else f"{value:.0f}"
+    return str(value)
+
+
+@app.command()
+@user_errors
+def gpus(
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
+) -> None:
+    """The GPU catalog: canonical ids, VRAM, form factors, TFLOPs and aliases."""
+    specs = [asdict(spec) for spec in gpu_specs()]
+    if fmt is OutputFormat.JSON:
+        sys.stdout.write(orjson.dumps({"gpus": specs}, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return
+    if fmt is OutputFormat.CSV:
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(list(specs[0]))
+        writer.writerows(
+            ["|".join(v) if isinstance(v, tuple) else v for v in spec.values()] for spec in specs
+        )
+        return
+    table = Table(title=f"{len(specs)} GPUs")
+    for column in ("id", "family", "vram GB", "form factors", "bf16 TFLOPs", "mem BW GB/s"):
+        table.add_column(column)
+    for spec in specs:
+        table.add_row(
+            spec["id"], spec["family"], _cell(spec["vram_gb"]), ", ".join(spec["form_factors"]) or "-",
+            _cell(spec["bf16_tflops_dense"]), _cell(spec["mem_bw_gbps"]),
+        )
+    out.print(table)
+
+
+@app.command()
+@user_errors
+def serve(
+    host: Annotated[str | None, typer.Option(help="[env: GPUPRICES_HOST; default 127.0.0.1]")] = None,
+    port: Annotated[int | None, typer.Option(help="[env: GPUPRICES_PORT; default 8000]")] = None,
+    db: DbOption = None,
+) -> None:
+    """Serve the REST API (OpenAPI at /docs)."""
+    import uvicorn
+
+    from api.main import create_app
+
+    settings = _settings(db)
+    warehouse = Warehouse.open(settings.db)  # fail here, with one line, if the file is held
+    try:
+        uvicorn.run(
+            create_app(settings, warehouse),
+            host=host or settings.host,
+            port=port or settings.port,
+            log_level="info",
+        )
+    finally:
+        warehouse.close()
+
+
+def main() -> None:
+    app()

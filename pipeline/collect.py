@@ -1,0 +1,177 @@
+"""One collection run: each provider fetched, parsed and stored on its own.
+
+A provider that fails (HTTP error, garbage body, missing key, even a bug in its parser) is
+recorded as a failed run with its error and no offers; the others carry on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import httpx
+
+from pipeline.catalog import Catalog, get_catalog
+from pipeline.errors import UnknownProviderError
+from pipeline.normalize import normalize, offers_to_table, rejects_to_table
+from scrapers import PROVIDERS, Credentials, ProviderError, ProviderModule, build_client
+from scrapers.base import credentials_from_env
+from scrapers.models import Reject
+from warehouse import RunRow, Warehouse
+from warehouse.queries import insert_run
+
+__all__ = ["RunReport", "Stage", "provider_module", "run_collection", "utc_now"]
+
+logger = logging.getLogger(__name__)
+
+Stage = Literal["fetching", "parsing", "storing", "ok", "failed"]
+ProgressCallback = Callable[[str, Stage], None]
+REPLAY_PLACEHOLDER_KEY = "replay"
+"""Sent as the key when a replayed provider needs one and none is set: nothing leaves the machine."""
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    provider: str
+    run_id: str
+    status: Literal["ok", "failed"]
+    offer_count: int
+    reject_count: int
+    error: str | None
+    seconds: float
+    observed_at: datetime
+    rejects: list[Reject] = field(default_factory=list)
+
+
+def provider_module(name: str) -> ProviderModule:
+    try:
+        return PROVIDERS[name]
+    except KeyError:
+        raise UnknownProviderError(name, sorted(PROVIDERS)) from None
+
+
+def _replay_client(body: bytes) -> httpx.Client:
+    return build_client(httpx.MockTransport(lambda request: httpx.Response(200, content=body)))
+
+
+def _credentials(
+    provider: ProviderModule, env: Mapping[str, str], replaying: bool
+) -> Credentials | None:
+    if replaying and provider.KEY_REQUIRED and not env.get(provider.ENV_KEY or ""):
+        return Credentials(REPLAY_PLACEHOLDER_KEY)
+    return credentials_from_env(provider, env)
+
+
+def _collect_one(
+    provider: ProviderModule,
+    warehouse: Warehouse,
+    *,
+    now: Callable[[], datetime],
+    observed_at: datetime | None,
+    replay: Path | None,
+    env: Mapping[str, str],
+    client_factory: Callable[[], httpx.Client],
+    catalog: Catalog,
+    progress: ProgressCallback,
+) -> RunReport:
+    started = time.perf_counter()
+    started_at = now()
+    observed = observed_at or started_at
+    run_id = f"{provider.NAME}-{started_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    source = f"replay:{replay}" if replay is not None else provider.URL
+
+    def stored(status: Literal["ok", "failed"], error: str | None, result=None) -> RunReport:
+        offers = result.offers if result else []
+        rejects = result.rejects if result else []
+        progress(provider.NAME, "storing")
+        row = RunRow(
+            run_id=run_id,
+            provider=provider.NAME,
+            started_at=started_at,
+            finished_at=now(),
+            observed_at=observed,
+            status=status,
+            offer_count=len(offers),
+            reject_count=len(rejects),
+            error=error,
+            source=source,
+        )
+        with warehouse.transaction() as conn:
+            insert_run(
+                conn,
+                row,
+                offers_to_table(offers) if offers else None,
+                rejects_to_table(rejects, observed) if rejects else None,
+            )
+        progress(provider.NAME, status)
+        return RunReport(
+            provider=provider.NAME,
+            run_id=run_id,
+            status=status,
+            offer_count=len(offers),
+            reject_count=len(rejects),
+            error=error,
+            seconds=time.perf_counter() - started,
+            observed_at=observed,
+            rejects=list(rejects),
+        )
+
+    try:
+        progress(provider.NAME, "fetching")
+        creds = _credentials(provider, env, replaying=replay is not None)
+        client = _replay_client(replay.read_bytes()) if replay is not None else client_factory()
+        with client:
+            payload = provider.fetch(client, creds)
+        progress(provider.NAME, "parsing")
+        result = normalize(provider.parse(payload, observed), catalog)
+    except ProviderError as exc:
+        logger.warning("%s failed: %s", provider.NAME, exc)
+        return stored("failed", str(exc))
+    except Exception as exc:  # the per-provider edge: a parser bug must not stop the others
+        logger.exception("%s failed unexpectedly", provider.NAME)
+        return stored("failed", f"{type(exc).__name__}: {exc}")
+    return stored("ok", None, result)
+
+
+def run_collection(
+    names: Sequence[str],
+    warehouse: Warehouse,
+    *,
+    now: Callable[[], datetime] = utc_now,
+    observed_at: datetime | None = None,
+    replays: Mapping[str, Path] | None = None,
+    env: Mapping[str, str] | None = None,
+    client_factory: Callable[[], httpx.Client] = build_client,
+    catalog: Catalog | None = None,
+    progress: ProgressCallback | None = None,
+) -> list[RunReport]:
+    """Collect each named provider in turn; one transaction and one report per provider."""
+    modules = [provider_module(name) for name in names]
+    replays = replays or {}
+    for name in replays:
+        provider_module(name)
+    return [
+        _collect_one(
+            module,
+            warehouse,
+            now=now,
+            observed_at=observed_at,
+            replay=replays.get(module.NAME),
+            env=os.environ if env is None else env,
+            client_factory=client_factory,
+            catalog=catalog or get_catalog(),
+            progress=progress or (lambda _name, _stage: None),
+        )
+        for module in modules
+    ]

@@ -1,0 +1,28 @@
+"""Errors raised by the pipeline.
+
+    PipelineError            every pipeline failure
+    ├── UnknownGpuError      a GPU name the catalog cannot resolve (message names the closest ids)
+    └── UnknownProviderError a provider name that is not registered
+"""
+
+from __future__ import annotations
+
+__all__ = ["PipelineError", "UnknownGpuError", "UnknownProviderError"]
+
+
+class PipelineError(Exception):
+    """The pipeline could not do what was asked; the message says what to fix."""
+
+
+class UnknownGpuError(PipelineError):
+    def __init__(self, name: str, closest: list[str]) -> None:
+        hint = f"; closest: {', '.join(closest)}" if closest else "; see GET /gpus for known ids"
+        super().__init__(f"Unknown GPU '{name}'{hint}")
+        self.name = name
+        self.closest = closest
+
+
+class UnknownProviderError(PipelineError):
+    def __init__(self, name: str, known: list[str]) -> None:
+        super().__init__(f"Unknown provider '{name}'; known: {', '.join(known)}")
+        self.name = name

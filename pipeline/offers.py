@@ -1,0 +1,82 @@
+"""Current offers, as the CLI and the API ask for them: names validated, then one query."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pipeline.catalog import Catalog, GpuSpec, Resolution, get_catalog
+from pipeline.collect import provider_module
+from scrapers.models import FormFactor, Pricing
+from warehouse import OfferFilters, Warehouse
+from warehouse import queries as q
+
+__all__ = [
+    "OfferQuery",
+    "current_offers",
+    "gpu_specs",
+    "provider_runs",
+    "resolve_gpu",
+    "unknown_gpus",
+]
+
+SortKey = Literal["price_per_gpu_hour", "price_per_hour"]
+
+
+@dataclass(frozen=True, slots=True)
+class OfferQuery:
+    gpu: str | None = None
+    providers: Sequence[str] = ()
+    pricing: Pricing | None = None
+    region: str | None = None
+    form_factor: FormFactor | None = None
+    max_price_per_gpu_hour: float | None = None
+    include_unavailable: bool = False
+    sort: SortKey = "price_per_gpu_hour"
+    limit: int | None = None
+
+
+def _filters(query: OfferQuery, catalog: Catalog) -> OfferFilters:
+    for name in query.providers:
+        provider_module(name)
+    return OfferFilters(
+        gpus=catalog.ids_for_query(query.gpu) if query.gpu else None,
+        providers=frozenset(query.providers) or None,
+        pricing=str(query.pricing) if query.pricing else None,
+        region=query.region or None,
+        form_factor=str(query.form_factor) if query.form_factor else None,
+        max_price_per_gpu_hour=query.max_price_per_gpu_hour,
+        include_unavailable=query.include_unavailable,
+        sort=query.sort,
+        limit=query.limit,
+    )
+
+
+def current_offers(
+    warehouse: Warehouse, query: OfferQuery, catalog: Catalog | None = None
+) -> list[dict[str, Any]]:
+    """Offers of each provider's latest good snapshot, cheapest per GPU-hour first."""
+    filters = _filters(query, catalog or get_catalog())
+    with warehouse.cursor() as cur:
+        return q.latest_offers(cur, filters)
+
+
+def unknown_gpus(warehouse: Warehouse) -> list[dict[str, Any]]:
+    with warehouse.cursor() as cur:
+        return q.unknown_gpus(cur)
+
+
+def provider_runs(warehouse: Warehouse) -> list[dict[str, Any]]:
+    with warehouse.cursor() as cur:
+        return q.latest_runs(cur)
+
+
+def gpu_specs(catalog: Catalog | None = None) -> list[GpuSpec]:
+    return (catalog or get_catalog()).specs()
+
+
+def resolve_gpu(name: str, catalog: Catalog | None = None) -> tuple[Resolution, frozenset[str]]:
+    """How a provider spelling resolves, and which ids the same text means as a `gpu=` filter."""
+    cat = catalog or get_catalog()
+    return cat.resolve(name), cat.ids_for_query(name)

@@ -1,0 +1,196 @@
+"""What every provider module provides, and the HTTP plumbing they share.
+
+A provider module has a `NAME`, the environment variable of its key (`ENV_KEY`, and whether the
+key is required), a `fetch` that does only I/O and a pure `parse`.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import httpx
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    retry_if_result,
+    stop_after_attempt,
+)
+
+from scrapers.errors import MissingCredentialsError, ProviderHTTPError
+from scrapers.models import ParseResult
+
+__all__ = [
+    "USER_AGENT",
+    "Credentials",
+    "ProviderModule",
+    "RetryTransport",
+    "build_client",
+    "credentials_from_env",
+    "fetch_bytes",
+]
+
+logger = logging.getLogger(__name__)
+
+USER_AGENT = "gpuprices/0.1 (+https://github.com/gpuprices/gpuprices; self-hosted GPU price tracker)"
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+DEFAULT_ATTEMPTS = 4
+BACKOFF_BASE_S = 2.0
+MAX_WAIT_S = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Credentials:
+    """A provider API key; never printed."""
+
+    api_key: str = field(repr=False)
+
+    def __str__(self) -> str:
+        return "Credentials(***)"
+
+
+class ProviderModule(Protocol):
+    NAME: str
+    URL: str
+    ENV_KEY: str | None
+    KEY_REQUIRED: bool
+
+    def fetch(self, client: httpx.Client, creds: Credentials | None) -> bytes: ...
+
+    def parse(self, payload: bytes, observed_at: datetime) -> ParseResult: ...
+
+
+def credentials_from_env(provider: ProviderModule, env: Mapping[str, str]) -> Credentials | None:
+    """The provider's key from `env`; raises when a required key is missing."""
+    if provider.ENV_KEY is None:
+        return None
+    key = env.get(provider.ENV_KEY, "").strip()
+    if key:
+        return Credentials(key)
+    if provider.KEY_REQUIRED:
+        raise MissingCredentialsError(
+            f"{provider.ENV_KEY} is not set: export it to collect {provider.NAME}"
+        )
+    return None
+
+
+def _retry_after_s(response: httpx.Response, now: datetime | None = None) -> float | None:
+    value = response.headers.get("Retry-After")
+    if value is None:
+        return None
+    if value.strip().isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+def _should_retry(response: httpx.Response) -> bool:
+    return response.status_code in RETRYABLE_STATUS
+
+
+class RetryTransport(httpx.BaseTransport):
+    """Retries 429/5xx answers and transport errors with backoff that honours `Retry-After`."""
+
+    def __init__(
+        self,
+        inner: httpx.BaseTransport | None = None,
+        *,
+        attempts: int = DEFAULT_ATTEMPTS,
+        backoff_base_s: float = BACKOFF_BASE_S,
+        max_wait_s: float = MAX_WAIT_S,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._inner = inner or httpx.HTTPTransport()
+        self._attempts = attempts
+        self._backoff_base_s = backoff_base_s
+        self._max_wait_s = max_wait_s
+        self._sleep = sleep
+        self.waits_s: list[float] = []
+
+    def _wait(self, state: RetryCallState) -> float:
+        wait_s = self._backoff_base_s * 2 ** (state.attempt_number - 1)
+        outcome = state.outcome
+        if outcome is not None and not outcome.failed:
+            retry_after = _retry_after_s(outcome.result())
+            if retry_after is not None:
+                wait_s = retry_after
+        wait_s = min(wait_s, self._max_wait_s)
+        self.waits_s.append(wait_s)
+        return wait_s
+
+    def _before_sleep(self, state: RetryCallState) -> None:
+        outcome = state.outcome
+        if outcome is not None and not outcome.failed:
+            response: httpx.Response = outcome.result()
+            logger.warning("%s answered %s; retrying", response.request.url.host, response.status_code)
+            response.close()
+        elif outcome is not None:
+            logger.warning("request failed (%s); retrying", type(outcome.exception()).__name__)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        retrying = Retrying(
+            stop=stop_after_attempt(self._attempts),
+            wait=self._wait,
+            retry=retry_if_result(_should_retry) | retry_if_exception_type(httpx.TransportError),
+            sleep=self._sleep,
+            before_sleep=self._before_sleep,
+            retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
+            reraise=True,
+        )
+        response: httpx.Response = retrying(self._send, request)
+        return response
+
+    def _send(self, request: httpx.Request) -> httpx.Response:
+        response = self._inner.handle_request(request)
+        if _should_retry(response):
+            response.read()
+        return response
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def build_client(transport: httpx.BaseTransport | None = None) -> httpx.Client:
+    """The client collection runs use: our User-Agent and retries on 429/5xx."""
+    return httpx.Client(
+        transport=transport or RetryTransport(),
+        headers={"User-Agent": USER_AGENT},
+        follow_redirects=True,
+    )
+
+
+def fetch_bytes(
+    client: httpx.Client,
+    method: str,
+    url: str,
+    *,
+    provider: str,
+    timeout: httpx.Timeout,
+    headers: Mapping[str, str] | None = None,
+    json: Any = None,
+    auth_hint: str = "",
+) -> bytes:
+    """One request; the body on 2xx, else a `ProviderHTTPError` that says what happened."""
+    try:
+        response = client.request(method, url, headers=headers, json=json, timeout=timeout)
+        response.raise_for_status()
+        return response.content
+    except httpx.HTTPStatusError as exc:
+        status = exc.response.status_code
+        hint = f"; {auth_hint}" if auth_hint and status in (401, 403) else ""
+        raise ProviderHTTPError(
+            f"{provider}: HTTP {status} from {exc.request.url.host}{hint}"
+        ) from exc
+    except httpx.TimeoutException as exc:
+        raise ProviderHTTPError(f"{provider}: timed out talking to {exc.request.url.host}") from exc
+    except httpx.HTTPError as exc:
+        raise ProviderHTTPError(f"{provider}: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,32 @@
+"""Errors raised by the provider scrapers.
+
+    ProviderError                  every scraper failure; the run is recorded as failed
+    ├── ProviderHTTPError          the provider answered with an error status, or not at all
+    ├── ProviderPayloadError       the body is not what the parser understands (not JSON, key missing)
+    └── MissingCredentialsError    the provider needs a key that is not set
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MissingCredentialsError",
+    "ProviderError",
+    "ProviderHTTPError",
+    "ProviderPayloadError",
+]
+
+
+class ProviderError(Exception):
+    """A provider could not be collected; the message says what to fix."""
+
+
+class ProviderHTTPError(ProviderError):
+    """The provider answered with an HTTP error, timed out, or could not be reached."""
+
+
+class ProviderPayloadError(ProviderError):
+    """The provider's body cannot be parsed as a whole (not JSON, expected key missing)."""
+
+
+class MissingCredentialsError(ProviderError):
+    """The provider needs an API key that is not set in the environment."""

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from warehouse import Warehouse
+
+FIXTURES = Path(__file__).parent / "fixtures"
+OBSERVED_AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def fixture_bytes(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "gpuprices.duckdb"
+
+
+@pytest.fixture
+def warehouse(db_path: Path) -> Iterator[Warehouse]:
+    with Warehouse.open(db_path) as wh:
+        yield wh
+
+
+@pytest.fixture(autouse=True)
+def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests never see the developer's real keys or settings."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("GPUPRICES_") or name.endswith("_API_KEY"):
+            monkeypatch.delenv(name)

@@ -1,0 +1,207 @@
+"""Every read and write the application makes, as named functions over a cursor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+import duckdb
+import pyarrow as pa
+
+__all__ = [
+    "OFFER_SCHEMA",
+    "REJECT_SCHEMA",
+    "OfferFilters",
+    "RunRow",
+    "insert_run",
+    "latest_offers",
+    "latest_runs",
+    "unknown_gpus",
+]
+
+OFFER_SCHEMA = pa.schema(
+    [
+        ("provider", pa.string()),
+        ("offer_id", pa.string()),
+        ("gpu", pa.string()),
+        ("gpu_raw", pa.string()),
+        ("form_factor", pa.string()),
+        ("gpu_count", pa.int32()),
+        ("vram_gb", pa.float64()),
+        ("pricing", pa.string()),
+        ("price_per_hour", pa.float64()),
+        ("price_per_gpu_hour", pa.float64()),
+        ("price_quoted_per", pa.string()),
+        ("region", pa.string()),
+        ("available", pa.bool_()),
+        ("observed_at", pa.timestamp("us", tz="UTC")),
+        ("vcpus", pa.float64()),
+        ("ram_gb", pa.float64()),
+        ("disk_gb", pa.float64()),
+        ("verified", pa.bool_()),
+        ("tier", pa.string()),
+        ("reliability", pa.float64()),
+    ]
+)
+"""The column batch the pipeline hands over for one provider run's offers."""
+
+REJECT_SCHEMA = pa.schema(
+    [
+        ("provider", pa.string()),
+        ("record_id", pa.string()),
+        ("reason", pa.string()),
+        ("raw", pa.string()),
+        ("observed_at", pa.timestamp("us", tz="UTC")),
+    ]
+)
+
+SortKey = Literal["price_per_gpu_hour", "price_per_hour"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunRow:
+    run_id: str
+    provider: str
+    started_at: datetime
+    finished_at: datetime
+    observed_at: datetime
+    status: Literal["ok", "failed"]
+    offer_count: int
+    reject_count: int
+    error: str | None
+    source: str
+
+
+@dataclass(frozen=True, slots=True)
+class OfferFilters:
+    """Filters over current offers; `gpus` is a set of canonical ids (already resolved)."""
+
+    gpus: frozenset[str] | None = None
+    providers: frozenset[str] | None = None
+    pricing: str | None = None
+    region: str | None = None
+    form_factor: str | None = None
+    max_price_per_gpu_hour: float | None = None
+    include_unavailable: bool = False
+    sort: SortKey = "price_per_gpu_hour"
+    limit: int | None = None
+
+
+def insert_run(
+    conn: duckdb.DuckDBPyConnection,
+    run: RunRow,
+    offers: pa.Table | None = None,
+    rejects: pa.Table | None = None,
+) -> None:
+    """Write one provider run: its run row and, in bulk, its offers and quarantined records.
+
+    Call inside `Warehouse.transaction()` so that a run is stored whole or not at all.
+    """
+    conn.execute(
+        "INSERT INTO collection_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            run.run_id,
+            run.provider,
+            run.started_at,
+            run.finished_at,
+            run.observed_at,
+            run.status,
+            run.offer_count,
+            run.reject_count,
+            run.error,
+            run.source,
+        ],
+    )
+    if offers is not None and offers.num_rows:
+        batch = offers.append_column("run_id", pa.array([run.run_id] * offers.num_rows))
+        conn.register("offer_batch", batch)
+        try:
+            conn.execute("INSERT INTO offer_observations BY NAME SELECT * FROM offer_batch")
+        finally:
+            conn.unregister("offer_batch")
+    if rejects is not None and rejects.num_rows:
+        batch = rejects.append_column("run_id", pa.array([run.run_id] * rejects.num_rows))
+        conn.register("reject_batch", batch)
+        try:
+            conn.execute("INSERT INTO quarantine BY NAME SELECT * FROM reject_batch")
+        finally:
+            conn.unregister("reject_batch")
+
+
+_LATEST_OK_RUNS = """
+    SELECT run_id FROM collection_runs WHERE status = 'ok'
+    QUALIFY row_number() OVER (
+        PARTITION BY provider ORDER BY observed_at DESC, finished_at DESC
+    ) = 1
+"""
+
+_ORDER = {
+    "price_per_gpu_hour": "price_per_gpu_hour, price_per_hour",
+    "price_per_hour": "price_per_hour, price_per_gpu_hour",
+}
+
+
+def latest_offers(conn: duckdb.DuckDBPyConnection, filters: OfferFilters) -> list[dict[str, Any]]:
+    """Offers of each provider's latest successful snapshot that pass `filters`, cheapest first."""
+    where = [f"run_id IN ({_LATEST_OK_RUNS})"]
+    params: list[Any] = []
+    if filters.gpus is not None:
+        where.append("gpu IN (SELECT unnest(?))")
+        params.append(sorted(filters.gpus))
+    if filters.providers is not None:
+        where.append("provider IN (SELECT unnest(?))")
+        params.append(sorted(filters.providers))
+    if filters.pricing is not None:
+        where.append("pricing = ?")
+        params.append(filters.pricing)
+    if filters.form_factor is not None:
+        where.append("form_factor = ?")
+        params.append(filters.form_factor)
+    if filters.region is not None:
+        where.append("contains(lower(region), lower(?))")
+        params.append(filters.region)
+    if filters.max_price_per_gpu_hour is not None:
+        where.append("price_per_gpu_hour <= ?")
+        params.append(filters.max_price_per_gpu_hour)
+    if not filters.include_unavailable:
+        where.append("available")
+    sql = (
+        "SELECT * FROM offer_observations WHERE "
+        + " AND ".join(where)
+        + f" ORDER BY {_ORDER[filters.sort]}, provider, offer_id, pricing"
+    )
+    if filters.limit is not None:
+        sql += " LIMIT ?"
+        params.append(filters.limit)
+    cursor = conn.execute(sql, params)
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def unknown_gpus(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """GPU names in the latest snapshots that the catalog does not know, with where seen."""
+    cursor = conn.execute(
+        f"""
+        SELECT gpu_raw, list(DISTINCT provider ORDER BY provider) AS providers,
+               count(*) AS offers, max(observed_at) AS last_observed_at
+        FROM offer_observations
+        WHERE gpu IS NULL AND run_id IN ({_LATEST_OK_RUNS})
+        GROUP BY gpu_raw ORDER BY offers DESC, gpu_raw
+        """
+    )
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def latest_runs(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Each provider's most recent run, whatever its status."""
+    cursor = conn.execute(
+        """
+        SELECT * FROM collection_runs
+        QUALIFY row_number() OVER (PARTITION BY provider ORDER BY started_at DESC) = 1
+        ORDER BY provider
+        """
+    )
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
