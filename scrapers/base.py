@@ -129,12 +129,15 @@ class RetryTransport(httpx.BaseTransport):
 
     def _before_sleep(self, state: RetryCallState) -> None:
         outcome = state.outcome
+        request: httpx.Request = state.args[0]
         if outcome is not None and not outcome.failed:
             response: httpx.Response = outcome.result()
-            logger.warning("%s answered %s; retrying", response.request.url.host, response.status_code)
+            logger.warning("%s answered %s; retrying", request.url.host, response.status_code)
             response.close()
         elif outcome is not None:
-            logger.warning("request failed (%s); retrying", type(outcome.exception()).__name__)
+            logger.warning(
+                "%s: %s; retrying", request.url.host, type(outcome.exception()).__name__
+            )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         retrying = Retrying(

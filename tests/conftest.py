@@ -35,3 +35,18 @@ def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("GPUPRICES_") or name.endswith("_API_KEY"):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def client_factory():
+    """Clients as collection runs build them (User-Agent, retries), minus the real sleeping."""
+    from scrapers import RetryTransport, build_client
+
+    waits: list[float] = []
+
+    def make():
+        transport = RetryTransport(sleep=waits.append)
+        return build_client(transport)
+
+    make.waits = waits  # type: ignore[attr-defined]
+    return make

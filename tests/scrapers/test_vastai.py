@@ -1,0 +1,122 @@
+from __future__ import annotations
+
+import httpx
+import orjson
+import pytest
+import respx
+
+from scrapers import Pricing, ProviderHTTPError, ProviderPayloadError, vastai
+from scrapers.base import USER_AGENT, Credentials
+from tests.conftest import OBSERVED_AT, fixture_bytes
+
+BODY = fixture_bytes("vastai_bundles.json")
+
+
+def offers_by_key():
+    result = vastai.parse(BODY, OBSERVED_AT)
+    return {(o.offer_id, o.pricing): o for o in result.offers}
+
+
+def test_every_record_of_the_recorded_body_becomes_an_on_demand_offer():
+    records = orjson.loads(BODY)["offers"]
+    offers = offers_by_key()
+    assert {offer_id for offer_id, pricing in offers if pricing is Pricing.ON_DEMAND} == {
+        str(r["id"]) for r in records
+    }
+
+
+def test_on_demand_price_is_dph_base_for_the_whole_offer_divided_per_gpu():
+    offer = offers_by_key()[("24581137", Pricing.ON_DEMAND)]
+    assert offer.gpu_count == 8
+    assert offer.price_per_hour == pytest.approx(15.4667)
+    assert offer.price_per_gpu_hour == pytest.approx(15.4667 / 8)
+    assert offer.price_quoted_per == "instance"
+
+
+def test_spot_offer_uses_min_bid_for_whole_machine():
+    offer = offers_by_key()[("23977120", Pricing.SPOT)]
+    assert offer.price_per_hour == pytest.approx(0.95)
+    assert offer.price_per_gpu_hour == pytest.approx(0.475)
+
+
+def test_no_spot_offer_when_min_bid_is_null():
+    assert ("19841102", Pricing.SPOT) not in offers_by_key()
+
+
+def test_vram_is_converted_from_mib_and_raw_name_is_kept():
+    offer = offers_by_key()[("11684738", Pricing.ON_DEMAND)]
+    assert offer.gpu_raw == "RTX 4090"
+    assert offer.vram_gb == pytest.approx(24564 / 1024)
+    assert offer.gpu is None  # resolved later, in the pipeline
+
+
+def test_null_cpu_cores_leaves_ram_unknown_instead_of_guessing():
+    offer = offers_by_key()[("24700518", Pricing.ON_DEMAND)]
+    assert offer.ram_gb is None
+    assert offer.region is None
+
+
+def test_rented_offer_is_listed_but_not_available():
+    body = orjson.loads(BODY)
+    body["offers"][0]["rented"] = True
+    result = vastai.parse(orjson.dumps(body), OBSERVED_AT)
+    assert not next(o for o in result.offers if o.offer_id == "24581137").available
+
+
+def test_a_malformed_record_is_rejected_with_its_reason_and_the_rest_kept():
+    body = orjson.loads(BODY)
+    del body["offers"][1]["num_gpus"]
+    body["offers"][2]["dph_base"] = -1
+    result = vastai.parse(orjson.dumps(body), OBSERVED_AT)
+    assert {r.record_id for r in result.rejects} == {"11684738", "21348645"}
+    assert "num_gpus" in next(r.reason for r in result.rejects if r.record_id == "11684738")
+    assert "positive" in next(r.reason for r in result.rejects if r.record_id == "21348645")
+    assert len({o.offer_id for o in result.offers}) == len(body["offers"]) - 2
+
+
+def test_a_body_that_is_not_json_is_a_payload_error():
+    with pytest.raises(ProviderPayloadError, match="not JSON"):
+        vastai.parse(b"<html>oops", OBSERVED_AT)
+
+
+def test_a_body_without_offers_is_a_payload_error():
+    with pytest.raises(ProviderPayloadError, match="offers"):
+        vastai.parse(b'{"success": false}', OBSERVED_AT)
+
+
+@respx.mock(assert_all_mocked=True)
+def test_fetch_posts_the_search_body_with_user_agent_and_optional_key(respx_mock, client_factory):
+    route = respx_mock.post(vastai.URL).mock(return_value=httpx.Response(200, content=BODY))
+    with client_factory() as client:
+        assert vastai.fetch(client, Credentials("secret-key")) == BODY
+    request = route.calls.last.request
+    assert request.headers["User-Agent"] == USER_AGENT
+    assert request.headers["Authorization"] == "Bearer secret-key"
+    sent = orjson.loads(request.content)
+    assert sent["rentable"] == {"eq": True} and sent["limit"] == vastai.SEARCH_LIMIT
+    assert "secret-key" not in str(request.url)
+
+
+@respx.mock(assert_all_mocked=True)
+def test_fetch_without_key_sends_no_authorization(respx_mock, client_factory):
+    route = respx_mock.post(vastai.URL).mock(return_value=httpx.Response(200, content=BODY))
+    with client_factory() as client:
+        vastai.fetch(client, None)
+    assert "Authorization" not in route.calls.last.request.headers
+
+
+@respx.mock(assert_all_mocked=True)
+def test_fetch_retries_429_without_retry_after_then_succeeds(respx_mock, client_factory):
+    respx_mock.post(vastai.URL).mock(
+        side_effect=[httpx.Response(429, text="API requests too frequent"), httpx.Response(200, content=BODY)]
+    )
+    with client_factory() as client:
+        assert vastai.fetch(client, None) == BODY
+    assert client_factory.waits == [2.0]
+
+
+@respx.mock(assert_all_mocked=True)
+def test_fetch_gives_up_after_repeated_5xx_with_the_status(respx_mock, client_factory):
+    respx_mock.post(vastai.URL).mock(return_value=httpx.Response(503))
+    with client_factory() as client, pytest.raises(ProviderHTTPError, match="HTTP 503"):
+        vastai.fetch(client, None)
