@@ -90,7 +90,9 @@ def _parse_replays(values: list[str]) -> dict[str, Path]:
             raise typer.BadParameter(f"no such file: {file}", param_hint="--replay")
         if name not in PROVIDERS:
             known = ", ".join(sorted(PROVIDERS))
-            raise typer.BadParameter(f"unknown provider '{name}' (known: {known})", "--replay")
+            raise typer.BadParameter(
+                f"unknown provider '{name}' (known: {known})", param_hint="--replay"
+            )
         replays[name] = path
     return replays
 
@@ -144,7 +146,9 @@ def collect(
     for name in provider or []:
         if name not in PROVIDERS:
             known = ", ".join(sorted(PROVIDERS))
-            raise typer.BadParameter(f"unknown provider '{name}' (known: {known})", "--provider")
+            raise typer.BadParameter(
+                f"unknown provider '{name}' (known: {known})", param_hint="--provider"
+            )
     if replays:
         names = list(dict.fromkeys([*replays, *(provider or [])]))
     else:
@@ -221,14 +225,43 @@ def offers(
         writer.writerows(rows)
         sys.stdout.write(buffer.getvalue())
     else:
-        table = Table(title=f"{len(rows)} offers")
-        columns = ("gpu", "gpu_raw", "form_factor", "provider", "pricing", "price_per_gpu_hour",
-                    "price_per_hour", "gpu_count", "vram_gb", "region", "available", "observed_at")
-        for column in columns:
-            table.add_column(column.replace("_", " "))
-        for row in rows:
-            table.add_row(*(_cell(row[c]) for c in columns))
-        out.print(table)
+        out.print(_offers_table(rows))
+
+
+_OFFER_COLUMNS = (
+    ("GPU", "gpu"), ("provider", "provider"), ("pricing", "pricing"),
+    ("$/GPU-h", "price_per_gpu_hour"), ("$/h", "price_per_hour"), ("GPUs", "gpu_count"),
+    ("GB", "vram_gb"), ("region", "region"),
+)
+
+
+_NUMERIC = frozenset({"price_per_gpu_hour", "price_per_hour", "gpu_count", "vram_gb"})
+
+
+def _offers_table(rows: list[dict[str, Any]]) -> Table:
+    observed = sorted({row["observed_at"] for row in rows})
+    caption = f"observed {observed[0]} .. {observed[-1]}" if observed else None
+    table = Table(title=f"{len(rows)} offers", caption=caption)
+    for header, key in _OFFER_COLUMNS:
+        if key == "region":
+            table.add_column(header, overflow="fold", min_width=10)
+        else:
+            table.add_column(header, no_wrap=True, justify="right" if key in _NUMERIC else "left")
+    for row in rows:
+        gpu = row["gpu"] or f"{row['gpu_raw']} (?)"
+        if row["form_factor"]:
+            gpu += f" {row['form_factor']}"
+        table.add_row(
+            gpu,
+            row["provider"],
+            row["pricing"],
+            f"{row['price_per_gpu_hour']:.4f}",
+            f"{row['price_per_hour']:.2f}",
+            str(row["gpu_count"]),
+            _cell(round(row["vram_gb"]) if row["vram_gb"] else None),
+            (row["region"] or "-") + ("" if row["available"] else " (sold out)"),
+        )
+    return table
 
 
 def _cell(value: Any) -> str:

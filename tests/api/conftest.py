@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from api.main import create_app
+from pipeline.collect import run_collection
+from pipeline.settings import Settings
+from tests.conftest import FIXTURES, OBSERVED_AT
+
+
+@pytest.fixture
+def collected(warehouse):
+    run_collection(
+        ["vastai"], warehouse, replays={"vastai": FIXTURES / "vastai_bundles.json"},
+        observed_at=OBSERVED_AT,
+    )
+    return warehouse
+
+
+@pytest.fixture
+def client(collected, db_path):
+    with TestClient(create_app(Settings(db=db_path), collected)) as test_client:
+        yield test_client

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import pytest
+
+
+def test_offers_for_a_gpu_are_only_that_gpu_cheapest_per_gpu_hour_first(client):
+    body = client.get("/offers", params={"gpu": "A100-80GB"}).json()
+    assert body["count"] == len(body["offers"]) == 2
+    prices = [o["price_per_gpu_hour"] for o in body["offers"]]
+    assert prices == sorted(prices)
+    for offer in body["offers"]:
+        assert offer["gpu"] == "A100-80GB"
+        assert offer["price_per_gpu_hour"] * offer["gpu_count"] == pytest.approx(
+            offer["price_per_hour"], abs=0.005
+        )
+        assert offer["observed_at"] == "2026-01-01T00:00:00Z"
+
+
+@pytest.mark.parametrize("spelling", ["a100 80gb", "NVIDIA A100-SXM4-80GB"])
+def test_any_spelling_of_a_gpu_gives_the_same_answer(client, spelling):
+    canonical = client.get("/offers", params={"gpu": "A100-80GB"}).json()
+    assert client.get("/offers", params={"gpu": spelling}).json() == canonical
+
+
+def test_a_family_includes_every_size(client, collected):
+    from pipeline.collect import run_collection
+    from tests.conftest import FIXTURES
+
+    del run_collection, FIXTURES
+    body = client.get("/offers", params={"gpu": "A100"}).json()
+    assert {o["gpu"] for o in body["offers"]} <= {"A100-40GB", "A100-80GB"}
+    assert body["count"] == 2
+
+
+def test_unknown_gpu_is_422_naming_the_closest_ids(client):
+    response = client.get("/offers", params={"gpu": "NOT-A-GPU"})
+    assert response.status_code == 422
+    assert "Unknown GPU 'NOT-A-GPU'; closest:" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"pricing": "cheap"}, {"sort": "vram"}, {"max_price_per_gpu": -1}, {"limit": 0}],
+)
+def test_bad_filters_are_422(client, params):
+    response = client.get("/offers", params=params)
+    assert response.status_code == 422
+    assert response.json()["detail"]
+
+
+def test_unknown_provider_is_422(client):
+    response = client.get("/offers", params={"provider": "aws"})
+    assert response.status_code == 422
+    assert "Unknown provider 'aws'" in response.json()["detail"]
+
+
+def test_filters_combine(client):
+    body = client.get(
+        "/offers",
+        params={"pricing": "spot", "max_price_per_gpu": 0.2, "sort": "price_per_hour"},
+    ).json()
+    assert body["count"] > 0
+    assert all(o["pricing"] == "spot" and o["price_per_gpu_hour"] <= 0.2 for o in body["offers"])
+    hourly = [o["price_per_hour"] for o in body["offers"]]
+    assert hourly == sorted(hourly)
+
+
+def test_region_filter_matches_part_of_the_region_text(client):
+    body = client.get("/offers", params={"region": "se"}).json()
+    assert {o["region"] for o in body["offers"]} == {"Stockholm, SE"}
+
+
+def test_limit_caps_the_list(client):
+    assert client.get("/offers", params={"limit": 3}).json()["count"] == 3
+
+
+def test_unknown_gpus_are_kept_and_listed(client):
+    body = client.get("/offers").json()
+    assert any(o["gpu"] is None and o["gpu_raw"] == "RTX 4090D" for o in body["offers"])
+    unknown = client.get("/gpus/unknown").json()
+    assert {g["gpu_raw"] for g in unknown["gpus"]} == {"RTX 4090D", "Q RTX 8000"}

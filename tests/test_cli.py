@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from api.cli import app
+from tests.conftest import FIXTURES
+
+runner = CliRunner()
+VAST = FIXTURES / "vastai_bundles.json"
+
+
+def invoke(*args: str):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture
+def collected_db(db_path):
+    result = invoke("collect", "--replay", f"vastai={VAST}", "--at", "2026-01-01T00:00:00Z",
+                    "--db", db_path)
+    assert result.exit_code == 0, result.output
+    return db_path
+
+
+def test_collect_with_replay_then_offers_as_json_lists_only_that_gpu(collected_db):
+    result = invoke("offers", "--gpu", "A100-80GB", "--format", "json", "--db", collected_db)
+    assert result.exit_code == 0
+    offers = json.loads(result.stdout)["offers"]
+    assert offers and all(o["gpu"] == "A100-80GB" for o in offers)
+    assert [o["price_per_gpu_hour"] for o in offers] == sorted(o["price_per_gpu_hour"] for o in offers)
+    assert all(o["observed_at"] == "2026-01-01T00:00:00Z" for o in offers)
+    assert all(abs(o["price_per_gpu_hour"] * o["gpu_count"] - o["price_per_hour"]) < 0.005
+               for o in offers)
+
+
+def test_collect_prints_a_summary_table(db_path):
+    result = invoke("collect", "--replay", f"vastai={VAST}", "--db", db_path)
+    assert result.exit_code == 0
+    assert "vastai" in result.output and "ok" in result.output and "13" in result.output
+
+
+def test_collect_with_a_failing_provider_exits_1_and_says_why(db_path, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json")
+    result = invoke("collect", "--replay", f"vastai={bad}", "--db", db_path)
+    assert result.exit_code == 1
+    assert "failed" in result.output and "not JSON" in result.output
+
+
+def test_collect_reports_each_rejected_record(db_path, tmp_path):
+    body = json.loads(VAST.read_text())
+    body["offers"][0]["num_gpus"] = 0
+    path = tmp_path / "one-bad.json"
+    path.write_text(json.dumps(body))
+    result = invoke("collect", "--replay", f"vastai={path}", "--db", db_path)
+    assert result.exit_code == 0
+    assert "rejected vastai record 24581137" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--replay", "vastai"], "is not NAME=FILE"),
+        (["--replay", "vastai=/no/such/file"], "no such file"),
+        (["--replay", f"aws={VAST}"], "unknown provider 'aws'"),
+        (["--at", "yesterday", "--replay", f"vastai={VAST}"], "is not ISO 8601"),
+        (["--at", "2026-01-01T00:00:00", "--replay", f"vastai={VAST}"], "no timezone"),
+    ],
+)
+def test_collect_usage_errors_exit_2_with_a_readable_message(db_path, args, message):
+    result = invoke("collect", *args, "--db", db_path)
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.split())
+
+
+def test_offers_csv_has_a_header_and_one_row_per_offer(collected_db):
+    result = invoke("offers", "--gpu", "A100", "--format", "csv", "--db", collected_db)
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    assert len(rows) == 2 and rows[0]["gpu"] == "A100-80GB"
+
+
+def test_offers_table_shows_the_offers(collected_db):
+    result = invoke("offers", "--gpu", "H100", "--db", collected_db)
+    assert result.exit_code == 0 and "H100-80GB" in result.output
+
+
+def test_an_unknown_gpu_is_one_red_line_and_exit_1(collected_db):
+    result = invoke("offers", "--gpu", "NOT-A-GPU", "--db", collected_db)
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        next(line for line in result.output.splitlines() if "Unknown GPU" in line)
+    ]
+    assert "Traceback" not in result.output
+
+
+def test_gpus_lists_the_catalog_as_json():
+    result = invoke("gpus", "--format", "json")
+    ids = {g["id"] for g in json.loads(result.stdout)["gpus"]}
+    assert {"A100-80GB", "H100-94GB", "H200-141GB"} <= ids
+
+
+def test_a_database_held_by_a_running_server_is_one_clear_line(db_path):
+    import subprocess
+    import sys
+
+    invoke("collect", "--replay", f"vastai={VAST}", "--db", db_path)
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         f"import duckdb,time; c=duckdb.connect({str(db_path)!r}); print('held', flush=True); time.sleep(30)"],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        result = invoke("offers", "--db", db_path)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "in use by another process" in lines[0]
