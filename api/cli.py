@@ -107,20 +107,25 @@ def _parse_at(value: str | None) -> datetime | None:
             f"'{value}' is not ISO 8601, e.g. 2026-01-01T00:00:00Z", param_hint="--at"
         ) from None
     if at.tzinfo is None:
-        raise typer.BadParameter(
-            f"'{value}' has no timezone; add Z or +00:00", param_hint="--at"
-        )
+        raise typer.BadParameter(f"'{value}' has no timezone; add Z or +00:00", param_hint="--at")
     return at
 
 
 def _report_table(reports: list[RunReport]) -> Table:
     table = Table(title="Collection")
     for column in ("provider", "status", "offers", "rejected", "seconds", "error"):
-        table.add_column(column, justify="right" if column in ("offers", "rejected", "seconds") else "left")
+        table.add_column(
+            column, justify="right" if column in ("offers", "rejected", "seconds") else "left"
+        )
     for r in reports:
         status = "[green]ok[/green]" if r.status == "ok" else "[red]failed[/red]"
         table.add_row(
-            r.provider, status, str(r.offer_count), str(r.reject_count), f"{r.seconds:.2f}", r.error or ""
+            r.provider,
+            status,
+            str(r.offer_count),
+            str(r.reject_count),
+            f"{r.seconds:.2f}",
+            r.error or "",
         )
     return table
 
@@ -133,7 +138,9 @@ def collect(
     ] = None,
     replay: Annotated[
         list[str] | None,
-        typer.Option("--replay", help="NAME=FILE: feed a saved response body instead of the network"),
+        typer.Option(
+            "--replay", help="NAME=FILE: feed a saved response body instead of the network"
+        ),
     ] = None,
     at: Annotated[
         str | None, typer.Option("--at", help="observed_at for this run, ISO 8601 with timezone")
@@ -154,18 +161,20 @@ def collect(
     else:
         names = list(provider or PROVIDERS)
     settings = _settings(db)
-    with Warehouse.open(settings.db) as warehouse:
-        with Progress(
+    with (
+        Warehouse.open(settings.db) as warehouse,
+        Progress(
             SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err
-        ) as progress:
-            tasks = {name: progress.add_task(f"{name}: waiting", total=None) for name in names}
+        ) as progress,
+    ):
+        tasks = {name: progress.add_task(f"{name}: waiting", total=None) for name in names}
 
-            def on_stage(name: str, stage: str) -> None:
-                progress.update(tasks[name], description=f"{name}: {stage}")
+        def on_stage(name: str, stage: str) -> None:
+            progress.update(tasks[name], description=f"{name}: {stage}")
 
-            reports = run_collection(
-                names, warehouse, observed_at=observed_at, replays=replays, progress=on_stage
-            )
+        reports = run_collection(
+            names, warehouse, observed_at=observed_at, replays=replays, progress=on_stage
+        )
     err.print(_report_table(reports))
     for report in reports:
         for reject in report.rejects:
@@ -186,8 +195,12 @@ def _offer_dicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @app.command()
 @user_errors
 def offers(
-    gpu: Annotated[str | None, typer.Option(help="Id (A100-80GB), family (A100) or any spelling")] = None,
-    provider: Annotated[list[str] | None, typer.Option("--provider", "-p", help="Repeatable")] = None,
+    gpu: Annotated[
+        str | None, typer.Option(help="Id (A100-80GB), family (A100) or any spelling")
+    ] = None,
+    provider: Annotated[
+        list[str] | None, typer.Option("--provider", "-p", help="Repeatable")
+    ] = None,
     pricing: Annotated[Pricing | None, typer.Option(help="on_demand or spot")] = None,
     max_price_per_gpu: Annotated[
         float | None, typer.Option(min=0, help="USD per GPU-hour, at most")
@@ -229,9 +242,14 @@ def offers(
 
 
 _OFFER_COLUMNS = (
-    ("GPU", "gpu"), ("provider", "provider"), ("pricing", "pricing"),
-    ("$/GPU-h", "price_per_gpu_hour"), ("$/h", "price_per_hour"), ("GPUs", "gpu_count"),
-    ("GB", "vram_gb"), ("region", "region"),
+    ("GPU", "gpu"),
+    ("provider", "provider"),
+    ("pricing", "pricing"),
+    ("$/GPU-h", "price_per_gpu_hour"),
+    ("$/h", "price_per_hour"),
+    ("GPUs", "gpu_count"),
+    ("GB", "vram_gb"),
+    ("region", "region"),
 )
 
 
@@ -294,8 +312,12 @@ def gpus(
         table.add_column(column)
     for spec in specs:
         table.add_row(
-            spec["id"], spec["family"], _cell(spec["vram_gb"]), ", ".join(spec["form_factors"]) or "-",
-            _cell(spec["bf16_tflops_dense"]), _cell(spec["mem_bw_gbps"]),
+            spec["id"],
+            spec["family"],
+            _cell(spec["vram_gb"]),
+            ", ".join(spec["form_factors"]) or "-",
+            _cell(spec["bf16_tflops_dense"]),
+            _cell(spec["mem_bw_gbps"]),
         )
     out.print(table)
 
@@ -303,7 +325,9 @@ def gpus(
 @app.command()
 @user_errors
 def serve(
-    host: Annotated[str | None, typer.Option(help="[env: GPUPRICES_HOST; default 127.0.0.1]")] = None,
+    host: Annotated[
+        str | None, typer.Option(help="[env: GPUPRICES_HOST; default 127.0.0.1]")
+    ] = None,
     port: Annotated[int | None, typer.Option(help="[env: GPUPRICES_PORT; default 8000]")] = None,
     db: DbOption = None,
 ) -> None:

@@ -37,9 +37,7 @@ RegionParam = Annotated[
     str | None, Query(min_length=1, description="Case-insensitive part of the region text")
 ]
 FormFactorParam = Annotated[FormFactor | None, Query(description="SXM, PCIe or NVL")]
-MaxPricePerGpu = Annotated[
-    float | None, Query(ge=0, description="Upper bound, USD per GPU-hour")
-]
+MaxPricePerGpu = Annotated[float | None, Query(ge=0, description="Upper bound, USD per GPU-hour")]
 IncludeUnavailable = Annotated[
     bool, Query(description="Also list offers that are listed but not rentable now")
 ]

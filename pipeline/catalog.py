@@ -145,9 +145,7 @@ class Catalog:
 
     def closest(self, name: str, n: int = 3) -> list[str]:
         by_key = {name_key(i): i for i in self.ids}
-        by_key.update(
-            {alias_key: variants[0].id for alias_key, variants in self._by_alias.items()}
-        )
+        by_key.update({alias_key: variants[0].id for alias_key, variants in self._by_alias.items()})
         matches = difflib.get_close_matches(name_key(name), list(by_key), n=n * 3, cutoff=0.4)
         return list(dict.fromkeys(by_key[m] for m in matches))[:n]
 
@@ -170,7 +168,9 @@ class Catalog:
                         (v.bf16_tflops_dense for v in variants if v.bf16_tflops_dense),
                         default=None,
                     ),
-                    mem_bw_gbps=max((v.mem_bw_gbps for v in variants if v.mem_bw_gbps), default=None),
+                    mem_bw_gbps=max(
+                        (v.mem_bw_gbps for v in variants if v.mem_bw_gbps), default=None
+                    ),
                     aliases=tuple(dict.fromkeys(a for v in variants for a in v.aliases)),
                 )
             )

@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 Stage = Literal["fetching", "parsing", "storing", "ok", "failed"]
 ProgressCallback = Callable[[str, Stage], None]
 REPLAY_PLACEHOLDER_KEY = "replay"
-"""Sent as the key when a replayed provider needs one and none is set: nothing leaves the machine."""
+"""Sent as the key when a replayed provider needs one and none is set (nothing leaves)."""
 
 
 def utc_now() -> datetime:

@@ -1,13 +1,14 @@
 """Errors raised by the pipeline.
 
-    PipelineError            every pipeline failure
-    ├── UnknownGpuError      a GPU name the catalog cannot resolve (message names the closest ids)
-    └── UnknownProviderError a provider name that is not registered
+PipelineError            every pipeline failure
+├── UnknownGpuError      a GPU name the catalog cannot resolve (message names the closest ids)
+├── UnknownProviderError a provider name that is not registered
+└── WorkloadError        an impossible fine-tuning workload (names the field; suggestions)
 """
 
 from __future__ import annotations
 
-__all__ = ["PipelineError", "UnknownGpuError", "UnknownProviderError"]
+__all__ = ["PipelineError", "UnknownGpuError", "UnknownProviderError", "WorkloadError"]
 
 
 class PipelineError(Exception):
@@ -26,3 +27,13 @@ class UnknownProviderError(PipelineError):
     def __init__(self, name: str, known: list[str]) -> None:
         super().__init__(f"Unknown provider '{name}'; known: {', '.join(known)}")
         self.name = name
+
+
+class WorkloadError(PipelineError):
+    """A workload that cannot be estimated: `field` names the input to fix."""
+
+    def __init__(self, field: str, message: str, closest: list[str] | None = None) -> None:
+        hint = f"; closest: {', '.join(closest)}" if closest else ""
+        super().__init__(f"{field}: {message}{hint}")
+        self.field = field
+        self.closest = closest or []

@@ -47,7 +47,9 @@ def normalize(result: ParseResult, catalog: Catalog) -> ParseResult:
     for offer in result.offers:
         key = (offer.offer_id, offer.pricing)
         if key in by_key:
-            rejects.append(_reject(offer, f"duplicate offer_id {offer.offer_id!r} ({offer.pricing})"))
+            rejects.append(
+                _reject(offer, f"duplicate offer_id {offer.offer_id!r} ({offer.pricing})")
+            )
             continue
         by_key[key] = _resolved(offer, catalog)
 
@@ -73,9 +75,7 @@ def normalize(result: ParseResult, catalog: Catalog) -> ParseResult:
 
 def offers_to_table(offers: Sequence[Offer]) -> pa.Table:
     """Column-wise Arrow batch in the warehouse's offer schema."""
-    columns = {
-        name: [getattr(offer, name) for offer in offers] for name in OFFER_SCHEMA.names
-    }
+    columns = {name: [getattr(offer, name) for offer in offers] for name in OFFER_SCHEMA.names}
     for name in ("pricing", "form_factor"):
         columns[name] = [None if v is None else str(v) for v in columns[name]]
     return pa.table(columns, schema=OFFER_SCHEMA)
@@ -87,7 +87,9 @@ def rejects_to_table(rejects: Sequence[Reject], observed_at: object) -> pa.Table
             "provider": [r.provider for r in rejects],
             "record_id": [r.record_id for r in rejects],
             "reason": [r.reason for r in rejects],
-            "raw": [r.raw if isinstance(r.raw, str) else orjson.dumps(r.raw).decode() for r in rejects],
+            "raw": [
+                r.raw if isinstance(r.raw, str) else orjson.dumps(r.raw).decode() for r in rejects
+            ],
             "observed_at": [observed_at] * len(rejects),
         },
         schema=REJECT_SCHEMA,

@@ -38,7 +38,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-USER_AGENT = "gpuprices/0.1 (+https://github.com/gpuprices/gpuprices; self-hosted GPU price tracker)"
+USER_AGENT = (
+    "gpuprices/0.1 (+https://github.com/gpuprices/gpuprices; self-hosted GPU price tracker)"
+)
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 DEFAULT_ATTEMPTS = 4
 BACKOFF_BASE_S = 2.0
@@ -135,9 +137,7 @@ class RetryTransport(httpx.BaseTransport):
             logger.warning("%s answered %s; retrying", request.url.host, response.status_code)
             response.close()
         elif outcome is not None:
-            logger.warning(
-                "%s: %s; retrying", request.url.host, type(outcome.exception()).__name__
-            )
+            logger.warning("%s: %s; retrying", request.url.host, type(outcome.exception()).__name__)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         retrying = Retrying(

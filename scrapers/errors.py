@@ -1,9 +1,9 @@
 """Errors raised by the provider scrapers.
 
-    ProviderError                  every scraper failure; the run is recorded as failed
-    ├── ProviderHTTPError          the provider answered with an error status, or not at all
-    ├── ProviderPayloadError       the body is not what the parser understands (not JSON, key missing)
-    └── MissingCredentialsError    the provider needs a key that is not set
+ProviderError                  every scraper failure; the run is recorded as failed
+├── ProviderHTTPError          the provider answered with an error status, or not at all
+├── ProviderPayloadError       the body is not what the parser understands (not JSON, key missing)
+└── MissingCredentialsError    the provider needs a key that is not set
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 CENT_TOLERANCE_USD = 0.005
-"""`price_per_gpu_hour * gpu_count` must equal `price_per_hour` to the cent (half a cent either way)."""
+"""`price_per_gpu_hour * gpu_count` must equal `price_per_hour` to the cent (±half a cent)."""
 
 
 class Pricing(StrEnum):

@@ -8,7 +8,8 @@ Quirks (see shared/provider-samples/README.md, "Vast.ai"):
   SkyPilot use it as the spot price); `null` means no interruptible price.
 - `gpu_ram` is MiB per GPU and irregular (24564 for a 24 GB card): divided by 1024 here, snapped
   to the catalog size later.
-- `rented` is not filtered by the backend (vast-cli PR #394): a rented offer is listed, not available.
+- `rented` is not filtered by the backend (vast-cli PR #394): a rented offer is listed,
+  not available.
 - No pagination: without `limit` only 64 offers come back (gpuhunt issue #142).
 """
 

@@ -20,8 +20,9 @@ def invoke(*args: str):
 
 @pytest.fixture
 def collected_db(db_path):
-    result = invoke("collect", "--replay", f"vastai={VAST}", "--at", "2026-01-01T00:00:00Z",
-                    "--db", db_path)
+    result = invoke(
+        "collect", "--replay", f"vastai={VAST}", "--at", "2026-01-01T00:00:00Z", "--db", db_path
+    )
     assert result.exit_code == 0, result.output
     return db_path
 
@@ -31,10 +32,13 @@ def test_collect_with_replay_then_offers_as_json_lists_only_that_gpu(collected_d
     assert result.exit_code == 0
     offers = json.loads(result.stdout)["offers"]
     assert offers and all(o["gpu"] == "A100-80GB" for o in offers)
-    assert [o["price_per_gpu_hour"] for o in offers] == sorted(o["price_per_gpu_hour"] for o in offers)
+    assert [o["price_per_gpu_hour"] for o in offers] == sorted(
+        o["price_per_gpu_hour"] for o in offers
+    )
     assert all(o["observed_at"] == "2026-01-01T00:00:00Z" for o in offers)
-    assert all(abs(o["price_per_gpu_hour"] * o["gpu_count"] - o["price_per_hour"]) < 0.005
-               for o in offers)
+    assert all(
+        abs(o["price_per_gpu_hour"] * o["gpu_count"] - o["price_per_hour"]) < 0.005 for o in offers
+    )
 
 
 def test_collect_prints_a_summary_table(db_path):
@@ -109,9 +113,15 @@ def test_a_database_held_by_a_running_server_is_one_clear_line(db_path):
 
     invoke("collect", "--replay", f"vastai={VAST}", "--db", db_path)
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         f"import duckdb,time; c=duckdb.connect({str(db_path)!r}); print('held', flush=True); time.sleep(30)"],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+            "print('held', flush=True); time.sleep(30)",
+            str(db_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"

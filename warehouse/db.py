@@ -27,7 +27,7 @@ _SCHEMA_VERSION_DDL = (
 
 
 def translate_error(exc: duckdb.Error, path: str) -> WarehouseError:
-    """One readable error for a driver error; a lock held elsewhere becomes `DatabaseLockedError`."""
+    """One readable error for a driver error; a lock held elsewhere: `DatabaseLockedError`."""
     message = str(exc)
     if "lock" in message.lower() and ("Conflicting" in message or "Could not set lock" in message):
         pid = re.search(r"PID (\d+)", message)

@@ -1,8 +1,8 @@
 """Errors raised by the warehouse.
 
-    WarehouseError              every storage failure
-    ├── DatabaseLockedError     another process holds the DuckDB file
-    └── MigrationError          a migration failed; the database is left at the previous version
+WarehouseError              every storage failure
+├── DatabaseLockedError     another process holds the DuckDB file
+└── MigrationError          a migration failed; the database is left at the previous version
 """
 
 from __future__ import annotations

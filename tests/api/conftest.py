@@ -12,7 +12,9 @@ from tests.conftest import FIXTURES, OBSERVED_AT
 @pytest.fixture
 def collected(warehouse):
     run_collection(
-        ["vastai"], warehouse, replays={"vastai": FIXTURES / "vastai_bundles.json"},
+        ["vastai"],
+        warehouse,
+        replays={"vastai": FIXTURES / "vastai_bundles.json"},
         observed_at=OBSERVED_AT,
     )
     return warehouse

@@ -78,9 +78,22 @@ def test_an_unknown_query_names_the_closest_known_ids():
 
 
 def test_the_fixed_canonical_ids_are_in_the_catalog():
-    for gpu_id in ["A100-40GB", "A100-80GB", "H100-80GB", "H100-94GB", "H200-141GB", "B200",
-                   "L40S", "L4", "A10", "RTX 4090", "RTX A6000", "RTX 6000 Ada",
-                   "RTX 4000 SFF Ada", "RTX PRO 6000"]:
+    for gpu_id in [
+        "A100-40GB",
+        "A100-80GB",
+        "H100-80GB",
+        "H100-94GB",
+        "H200-141GB",
+        "B200",
+        "L40S",
+        "L4",
+        "A10",
+        "RTX 4090",
+        "RTX A6000",
+        "RTX 6000 Ada",
+        "RTX 4000 SFF Ada",
+        "RTX PRO 6000",
+    ]:
         assert gpu_id in CATALOG.ids
     assert CATALOG.ids_for_query("V100") == {"V100-16GB", "V100-32GB"}
 

@@ -25,7 +25,9 @@ def stored_offer_count(warehouse) -> int:
 
 def test_a_replayed_body_is_stored_with_resolved_gpus_at_the_given_time(warehouse):
     [report] = run_collection(
-        ["vastai"], warehouse, replays={"vastai": FIXTURES / "vastai_bundles.json"},
+        ["vastai"],
+        warehouse,
+        replays={"vastai": FIXTURES / "vastai_bundles.json"},
         observed_at=OBSERVED_AT,
     )
     assert report.status == "ok" and report.offer_count == 13

@@ -34,15 +34,23 @@ def test_named_constructors_keep_both_prices_consistent_to_the_cent(price, gpus)
 
 
 def test_constructors_record_which_price_the_provider_quoted():
-    assert Offer.from_gpu_price(price_per_gpu_hour=2.0, gpu_count=8, **COMMON).price_quoted_per == "gpu"
+    assert (
+        Offer.from_gpu_price(price_per_gpu_hour=2.0, gpu_count=8, **COMMON).price_quoted_per
+        == "gpu"
+    )
     instance = Offer.from_instance_price(price_per_hour=16.0, gpu_count=8, **COMMON)
     assert (instance.price_quoted_per, instance.price_per_gpu_hour) == ("instance", 2.0)
 
 
 def test_inconsistent_prices_are_refused():
     with pytest.raises(ValidationError, match="does not match"):
-        Offer(price_per_hour=16.0, price_per_gpu_hour=16.0, gpu_count=8,
-              price_quoted_per="instance", **COMMON)
+        Offer(
+            price_per_hour=16.0,
+            price_per_gpu_hour=16.0,
+            gpu_count=8,
+            price_quoted_per="instance",
+            **COMMON,
+        )
 
 
 @pytest.mark.parametrize("price", [0.0, -1.0, math.inf, math.nan])

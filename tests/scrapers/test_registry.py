@@ -15,7 +15,7 @@ def test_every_provider_module_is_registered_under_its_name():
     registered = {module.__name__.rsplit(".", 1)[1] for module in scrapers.PROVIDERS.values()}
     assert registered == modules
     for name, module in scrapers.PROVIDERS.items():
-        assert module.NAME == name
+        assert name == module.NAME
         assert module.URL.startswith("https://")
 
 
@@ -27,8 +27,20 @@ def test_every_provider_has_a_recorded_fixture():
 
 def test_public_names_are_pinned():
     assert sorted(scrapers.__all__) == [
-        "Credentials", "FormFactor", "MissingCredentialsError", "Offer", "PROVIDERS",
-        "ParseResult", "Pricing", "ProviderError", "ProviderHTTPError", "ProviderModule",
-        "ProviderPayloadError", "Reject", "RetryTransport", "USER_AGENT", "build_client",
+        "Credentials",
+        "FormFactor",
+        "MissingCredentialsError",
+        "Offer",
+        "PROVIDERS",
+        "ParseResult",
+        "Pricing",
+        "ProviderError",
+        "ProviderHTTPError",
+        "ProviderModule",
+        "ProviderPayloadError",
+        "Reject",
+        "RetryTransport",
+        "USER_AGENT",
+        "build_client",
         "credentials_from_env",
     ]

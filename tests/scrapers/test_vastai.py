@@ -108,7 +108,10 @@ def test_fetch_without_key_sends_no_authorization(respx_mock, client_factory):
 @respx.mock(assert_all_mocked=True)
 def test_fetch_retries_429_without_retry_after_then_succeeds(respx_mock, client_factory):
     respx_mock.post(vastai.URL).mock(
-        side_effect=[httpx.Response(429, text="API requests too frequent"), httpx.Response(200, content=BODY)]
+        side_effect=[
+            httpx.Response(429, text="API requests too frequent"),
+            httpx.Response(200, content=BODY),
+        ]
     )
     with client_factory() as client:
         assert vastai.fetch(client, None) == BODY

@@ -33,9 +33,15 @@ def test_a_file_held_by_another_process_is_one_clear_error(db_path: Path, tmp_pa
 
     Warehouse.open(db_path).close()
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         f"import duckdb,time; c=duckdb.connect({str(db_path)!r}); print('held', flush=True); time.sleep(30)"],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+            "print('held', flush=True); time.sleep(30)",
+            str(db_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
@@ -51,9 +57,7 @@ def test_a_file_held_by_another_process_is_one_clear_error(db_path: Path, tmp_pa
 
 def test_a_transaction_that_fails_leaves_nothing_behind(warehouse):
     with pytest.raises(WarehouseError, match="no_such_table"), warehouse.transaction() as conn:
-        conn.execute(
-            "INSERT INTO quarantine VALUES ('r', 'p', NULL, 'x', '{}', now())"
-        )
+        conn.execute("INSERT INTO quarantine VALUES ('r', 'p', NULL, 'x', '{}', now())")
         conn.execute("INSERT INTO no_such_table VALUES (1)")
     with warehouse.cursor() as cur:
         assert cur.execute("SELECT count(*) FROM quarantine").fetchone() == (0,)

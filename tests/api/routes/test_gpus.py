@@ -12,7 +12,9 @@ def test_the_catalog_lists_ids_with_specs(client):
 def test_resolve_explains_what_a_spelling_means(client):
     body = client.get("/gpus/resolve", params={"name": "NVIDIA A100-SXM4-80GB"}).json()
     assert body == {
-        "name": "NVIDIA A100-SXM4-80GB", "gpu": "A100-80GB", "form_factor": "SXM",
+        "name": "NVIDIA A100-SXM4-80GB",
+        "gpu": "A100-80GB",
+        "form_factor": "SXM",
         "matches": ["A100-80GB"],
     }
 
