@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import cast
 
-from scrapers import vastai
+from scrapers import coreweave, lambdalabs, runpod, vastai
 from scrapers.base import (
     USER_AGENT,
     Credentials,
@@ -42,5 +42,5 @@ __all__ = [
 ]
 
 PROVIDERS: Mapping[str, ProviderModule] = {
-    module.NAME: cast(ProviderModule, module) for module in (vastai,)
+    module.NAME: cast(ProviderModule, module) for module in (vastai, runpod, lambdalabs, coreweave)
 }
