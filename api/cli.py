@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import functools
 import io
+import logging
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
@@ -74,9 +75,15 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def _settings(db: Path | None) -> Settings:
-    settings = Settings()
-    return settings.model_copy(update={"db": db}) if db is not None else settings
+ConfigOption = Annotated[
+    Path | None,
+    typer.Option("--config", help="TOML settings file [env: GPUPRICES_CONFIG]"),
+]
+
+
+def _settings(db: Path | None, config: Path | None = None, **overrides: object) -> Settings:
+    given = {k: v for k, v in {"db": db, **overrides}.items() if v is not None}
+    return Settings.load(config, **given)
 
 
 def _parse_replays(values: list[str]) -> dict[str, Path]:
@@ -146,6 +153,7 @@ def collect(
         str | None, typer.Option("--at", help="observed_at for this run, ISO 8601 with timezone")
     ] = None,
     db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """Collect offers once from each provider (or only the replayed ones) and store them."""
     replays = _parse_replays(replay or [])
@@ -156,11 +164,11 @@ def collect(
             raise typer.BadParameter(
                 f"unknown provider '{name}' (known: {known})", param_hint="--provider"
             )
+    settings = _settings(db, config)
     if replays:
         names = list(dict.fromkeys([*replays, *(provider or [])]))
     else:
-        names = list(provider or PROVIDERS)
-    settings = _settings(db)
+        names = list(provider or settings.providers)
     with (
         Warehouse.open(settings.db) as warehouse,
         Progress(
@@ -214,6 +222,7 @@ def offers(
     limit: Annotated[int | None, typer.Option(min=1)] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
     db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
     """List what is on offer now, cheapest per GPU-hour first."""
     query = OfferQuery(
@@ -227,7 +236,7 @@ def offers(
         sort=sort.value,  # type: ignore[arg-type]
         limit=limit,
     )
-    with Warehouse.open(_settings(db).db) as warehouse:
+    with Warehouse.open(_settings(db, config).db) as warehouse:
         rows = _offer_dicts(current_offers(warehouse, query))
     if fmt is OutputFormat.JSON:
         sys.stdout.write(orjson.dumps({"offers": rows}, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -329,21 +338,29 @@ def serve(
         str | None, typer.Option(help="[env: GPUPRICES_HOST; default 127.0.0.1]")
     ] = None,
     port: Annotated[int | None, typer.Option(help="[env: GPUPRICES_PORT; default 8000]")] = None,
+    no_scheduler: Annotated[
+        bool, typer.Option("--no-scheduler", help="Serve only; do not collect on schedule")
+    ] = False,
     db: DbOption = None,
+    config: ConfigOption = None,
 ) -> None:
-    """Serve the REST API (OpenAPI at /docs)."""
+    """Serve the REST API and collect on schedule (OpenAPI at /docs)."""
     import uvicorn
 
     from api.main import create_app
 
-    settings = _settings(db)
+    settings = _settings(db, config, host=host, port=port)
+    if no_scheduler:
+        settings = settings.model_copy(update={"scheduler": False})
     warehouse = Warehouse.open(settings.db)  # fail here, with one line, if the file is held
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
         uvicorn.run(
             create_app(settings, warehouse),
-            host=host or settings.host,
-            port=port or settings.port,
+            host=settings.host,
+            port=settings.port,
             log_level="info",
+            timeout_graceful_shutdown=30,
         )
     finally:
         warehouse.close()

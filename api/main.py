@@ -2,30 +2,54 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import datetime
 
+import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from api.routes import gpus, health, offers
+from api.routes import gpus, health, offers, providers
+from pipeline.collect import utc_now
 from pipeline.errors import PipelineError
+from pipeline.schedule import Collector
 from pipeline.settings import Settings
+from scrapers import build_client
 from warehouse import Warehouse, WarehouseError
 
 __all__ = ["create_app"]
 
 
-def create_app(settings: Settings, warehouse: Warehouse | None = None) -> FastAPI:
-    """The app over `settings.db`, or over `warehouse` when the caller already opened one."""
+def create_app(
+    settings: Settings,
+    warehouse: Warehouse | None = None,
+    *,
+    clock: Callable[[], datetime] = utc_now,
+    client_factory: Callable[[], httpx.Client] = build_client,
+) -> FastAPI:
+    """The app over `settings.db` (or over `warehouse` when the caller already opened one).
+
+    With `settings.scheduler` on, the app also collects on schedule through the same database
+    handle it reads from, starting at start-up; the lifespan stops the schedule (letting a running
+    write finish) before the database is closed.
+    """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = warehouse is None
         app.state.warehouse = warehouse or Warehouse.open(settings.db)
+        app.state.collector = None
+        if settings.scheduler:
+            app.state.collector = Collector(
+                app.state.warehouse, settings, client_factory=client_factory, now=clock
+            )
+            app.state.collector.start()
         try:
             yield
         finally:
+            if app.state.collector is not None:
+                app.state.collector.shutdown()
             if owned:
                 app.state.warehouse.close()
 
@@ -36,6 +60,8 @@ def create_app(settings: Settings, warehouse: Warehouse | None = None) -> FastAP
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.clock = clock
+    app.state.collector = None
 
     @app.exception_handler(PipelineError)
     async def pipeline_error(_request: Request, exc: PipelineError) -> JSONResponse:
@@ -45,6 +71,6 @@ def create_app(settings: Settings, warehouse: Warehouse | None = None) -> FastAP
     async def warehouse_error(_request: Request, exc: WarehouseError) -> JSONResponse:
         return JSONResponse(status_code=503, content={"detail": str(exc)})
 
-    for module in (offers, gpus, health):
+    for module in (offers, gpus, providers, health):
         app.include_router(module.router)
     return app

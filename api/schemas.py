@@ -14,6 +14,10 @@ __all__ = [
     "HealthOut",
     "OfferOut",
     "OffersPage",
+    "ProviderFreshnessOut",
+    "ProvidersPage",
+    "QualityPage",
+    "ReadyOut",
     "ResolveOut",
     "UnknownGpuOut",
     "UnknownGpusPage",
@@ -46,11 +50,15 @@ class OfferOut(BaseModel):
     tier: str | None
     reliability: float | None
     run_id: str = Field(description="The collection run that observed it (see /providers)")
+    stale: bool = Field(default=False, description="Its provider's snapshot is stale")
 
 
 class OffersPage(BaseModel):
     offers: list[OfferOut]
     count: int
+    providers: list[ProviderFreshnessOut] = Field(
+        description="Freshness of each provider whose snapshot this answer draws on"
+    )
 
 
 class GpuOut(BaseModel):
@@ -91,3 +99,52 @@ class UnknownGpusPage(BaseModel):
 class HealthOut(BaseModel):
     status: str
     schema_version: int
+
+
+class ProviderFreshnessOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    provider: str
+    observed_at: datetime | None = Field(description="When the snapshot served was observed")
+    age_seconds: float | None
+    stale: bool = Field(description="Older than stale_after_seconds, or its last run failed")
+    stale_after_seconds: float
+    offer_count: int = Field(description="Offers in the snapshot served")
+    last_run_at: datetime | None
+    last_status: str | None
+    last_success_at: datetime | None
+    last_error: str | None
+    next_run_at: datetime | None = Field(description="Next scheduled run (null without scheduler)")
+    interval_seconds: float | None
+
+
+class ProvidersPage(BaseModel):
+    providers: list[ProviderFreshnessOut]
+
+
+class ReadyOut(BaseModel):
+    ready: bool
+    database: bool
+    scheduler: str = Field(description="running, stopped or disabled")
+    providers: list[ProviderFreshnessOut]
+
+
+class QuarantinedOut(BaseModel):
+    provider: str
+    record_id: str | None
+    reason: str
+    raw: str
+    observed_at: datetime
+    run_id: str
+
+
+class QualityCountOut(BaseModel):
+    provider: str
+    records: int
+    last_observed_at: datetime
+
+
+class QualityPage(BaseModel):
+    latest: list[QualityCountOut] = Field(description="Quarantined records in latest snapshots")
+    records: list[QuarantinedOut]
+    count: int

@@ -84,7 +84,8 @@ def _collect_one(
     client_factory: Callable[[], httpx.Client],
     catalog: Catalog,
     progress: ProgressCallback,
-) -> RunReport:
+    should_stop: Callable[[], bool],
+) -> RunReport | None:
     started = time.perf_counter()
     started_at = now()
     observed = observed_at or started_at
@@ -136,12 +137,32 @@ def _collect_one(
         progress(provider.NAME, "parsing")
         result = normalize(provider.parse(payload, observed), catalog)
     except ProviderError as exc:
-        logger.warning("%s failed: %s", provider.NAME, exc)
-        return stored("failed", str(exc))
+        return _logged(stored("failed", str(exc)))
     except Exception as exc:  # the per-provider edge: a parser bug must not stop the others
         logger.exception("%s failed unexpectedly", provider.NAME)
-        return stored("failed", f"{type(exc).__name__}: {exc}")
-    return stored("ok", None, result)
+        return _logged(stored("failed", f"{type(exc).__name__}: {exc}"))
+    if should_stop():
+        logger.info(
+            "run provider=%s status=abandoned (shutting down before its write)", provider.NAME
+        )
+        return None
+    return _logged(stored("ok", None, result))
+
+
+def _logged(report: RunReport) -> RunReport:
+    """One structured line per run."""
+    level = logging.INFO if report.status == "ok" else logging.WARNING
+    logger.log(
+        level,
+        "run provider=%s status=%s offers=%d rejects=%d seconds=%.2f error=%s",
+        report.provider,
+        report.status,
+        report.offer_count,
+        report.reject_count,
+        report.seconds,
+        report.error or "-",
+    )
+    return report
 
 
 def run_collection(
@@ -155,13 +176,18 @@ def run_collection(
     client_factory: Callable[[], httpx.Client] = build_client,
     catalog: Catalog | None = None,
     progress: ProgressCallback | None = None,
+    should_stop: Callable[[], bool] = lambda: False,
 ) -> list[RunReport]:
-    """Collect each named provider in turn; one transaction and one report per provider."""
+    """Collect each named provider in turn; one transaction and one report per provider.
+
+    A run whose `should_stop()` turns true before its write is abandoned: nothing is stored and
+    it has no report.
+    """
     modules = [provider_module(name) for name in names]
     replays = replays or {}
     for name in replays:
         provider_module(name)
-    return [
+    reports = (
         _collect_one(
             module,
             warehouse,
@@ -172,6 +198,8 @@ def run_collection(
             client_factory=client_factory,
             catalog=catalog or get_catalog(),
             progress=progress or (lambda _name, _stage: None),
+            should_stop=should_stop,
         )
         for module in modules
-    ]
+    )
+    return [report for report in reports if report is not None]

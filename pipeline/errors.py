@@ -36,4 +36,5 @@ class WorkloadError(PipelineError):
         hint = f"; closest: {', '.join(closest)}" if closest else ""
         super().__init__(f"{field}: {message}{hint}")
         self.field = field
+        self.detail = f"{message}{hint}"
         self.closest = closest or []

@@ -80,3 +80,13 @@ def resolve_gpu(name: str, catalog: Catalog | None = None) -> tuple[Resolution, 
     """How a provider spelling resolves, and which ids the same text means as a `gpu=` filter."""
     cat = catalog or get_catalog()
     return cat.resolve(name), cat.ids_for_query(name)
+
+
+def quality_report(warehouse: Warehouse, provider: str | None, limit: int) -> dict[str, Any]:
+    """Quarantined records (newest first) and how many are in each latest snapshot."""
+    if provider is not None:
+        provider_module(provider)
+    with warehouse.cursor() as cur:
+        records = q.quarantined(cur, provider, limit)
+        latest = q.quarantine_counts(cur)
+    return {"latest": latest, "records": records, "count": len(records)}

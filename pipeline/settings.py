@@ -1,20 +1,171 @@
-"""Settings from `GPUPRICES_*` environment variables, built at start-up, never at import."""
+"""Settings from `GPUPRICES_*` environment variables and an optional TOML file.
+
+Built at start-up (`Settings.load()`), never at import. Precedence: explicit arguments, then the
+environment, then the TOML file named by `--config` or `GPUPRICES_CONFIG`, then the defaults.
+"""
 
 from __future__ import annotations
 
+import os
+import re
+from collections.abc import Mapping
+from datetime import timedelta
 from pathlib import Path
+from typing import Annotated, Any, Self
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BeforeValidator, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
-__all__ = ["DEFAULT_DB", "Settings"]
+from pipeline.errors import PipelineError
+
+__all__ = [
+    "DEFAULT_DB",
+    "DEFAULT_INTERVALS",
+    "Duration",
+    "Settings",
+    "SettingsError",
+    "parse_duration",
+]
 
 DEFAULT_DB = Path("data/gpuprices.duckdb")
+DEFAULT_INTERVALS: Mapping[str, timedelta] = {
+    "vastai": timedelta(minutes=10),
+    "runpod": timedelta(minutes=15),
+    "lambda": timedelta(minutes=15),
+    "coreweave": timedelta(hours=6),
+}
+"""Collection intervals per provider (Vast.ai 10 min, RunPod and Lambda 15, CoreWeave 6 h)."""
+FALLBACK_INTERVAL = timedelta(minutes=15)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$", re.IGNORECASE)
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+class SettingsError(PipelineError):
+    """A setting is missing or invalid; the message names it."""
+
+
+def parse_duration(value: Any) -> timedelta:
+    """`90s`, `30m`, `6h`, `1d`, `2w`, a number of seconds, or a timedelta."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return timedelta(seconds=value)
+    match = _DURATION.match(str(value))
+    if not match:
+        raise ValueError(f"'{value}' is not a duration such as 90s, 30m, 6h or 1d")
+    amount, unit = float(match.group(1)), (match.group(2) or "s").lower()
+    return timedelta(seconds=amount * _UNIT_SECONDS[unit])
+
+
+Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="GPUPRICES_", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="GPUPRICES_", extra="ignore", env_nested_delimiter="__"
+    )
 
-    db: Path = Field(default=DEFAULT_DB, description="DuckDB file (GPUPRICES_DB)")
+    db: Path = Field(default=DEFAULT_DB, description="DuckDB file")
     host: str = Field(default="127.0.0.1", description="Address `serve` listens on")
     port: int = Field(default=8000, ge=1, le=65535, description="Port `serve` listens on")
+    providers: Annotated[list[str], NoDecode] = Field(
+        default_factory=lambda: list(DEFAULT_INTERVALS), description="Providers collected"
+    )
+    intervals: dict[str, Duration] = Field(
+        default_factory=dict, description="Collection interval per provider (overrides defaults)"
+    )
+    stale_after: dict[str, Duration] = Field(
+        default_factory=dict, description="Age past which a provider's snapshot is stale"
+    )
+    stale_intervals: float = Field(
+        default=3.0, gt=0, description="Default stale threshold, in collection intervals"
+    )
+    jitter_s: int = Field(default=30, ge=0, description="Random delay added to each run (s)")
+    scheduler: bool = Field(default=True, description="Collect on schedule inside `serve`")
+    retention: Duration = Field(
+        default=timedelta(days=90), description="Raw observations older than this are pruned"
+    )
+    api_keys: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="Provider keys by variable name (e.g. LAMBDA_API_KEY); the environment wins",
+    )
+
+    @field_validator("providers", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [p.strip() for p in value.split(",") if p.strip()]
+        return value
+
+    @model_validator(mode="after")
+    def _known_providers(self) -> Self:
+        from scrapers import PROVIDERS
+
+        known = sorted(PROVIDERS)
+        for name in [*self.providers, *self.intervals, *self.stale_after]:
+            if name not in PROVIDERS:
+                raise ValueError(f"unknown provider '{name}' (known: {', '.join(known)})")
+        for name, interval in self.intervals.items():
+            if interval <= timedelta(0):
+                raise ValueError(f"intervals.{name} must be positive")
+        return self
+
+    def interval(self, provider: str) -> timedelta:
+        return self.intervals.get(provider) or DEFAULT_INTERVALS.get(provider, FALLBACK_INTERVAL)
+
+    def stale_threshold(self, provider: str) -> timedelta:
+        explicit = self.stale_after.get(provider)
+        return explicit if explicit is not None else self.interval(provider) * self.stale_intervals
+
+    def provider_env(self, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+        """What collectors read keys from: the file's keys, overridden by the environment."""
+        env = dict(os.environ if environ is None else environ)
+        for name, secret in self.api_keys.items():
+            env.setdefault(name, secret.get_secret_value())
+        return env
+
+    @classmethod
+    def load(cls, config_file: Path | None = None, **overrides: Any) -> Settings:
+        """Settings from arguments, environment and the TOML file (if any), in that order."""
+        path = config_file or (Path(p) if (p := os.environ.get("GPUPRICES_CONFIG")) else None)
+        if path is not None and not path.is_file():
+            raise SettingsError(f"Config file {path} does not exist (--config / GPUPRICES_CONFIG)")
+        try:
+            if path is None:
+                return cls(**overrides)
+            return _with_toml(cls, path)(**overrides)
+        except ValueError as exc:
+            raise SettingsError(f"Invalid settings: {_first_error(exc)}") from None
+
+
+def _first_error(exc: ValueError) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors()[0]
+        location = ".".join(str(part) for part in first.get("loc", ()))
+        return f"{location}: {first.get('msg')}" if location else str(first.get("msg"))
+    return str(exc)
+
+
+def _with_toml(base: type[Settings], path: Path) -> type[Settings]:
+    class FileSettings(base):  # type: ignore[valid-type,misc]
+        model_config = SettingsConfigDict(**{**base.model_config, "toml_file": path})
+
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls))
+
+    return FileSettings

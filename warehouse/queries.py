@@ -17,6 +17,9 @@ __all__ = [
     "insert_run",
     "latest_offers",
     "latest_runs",
+    "provider_status",
+    "quarantine_counts",
+    "quarantined",
     "unknown_gpus",
 ]
 
@@ -201,6 +204,73 @@ def latest_runs(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
         SELECT * FROM collection_runs
         QUALIFY row_number() OVER (PARTITION BY provider ORDER BY started_at DESC) = 1
         ORDER BY provider
+        """
+    )
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def provider_status(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Per provider: its latest run, and its latest successful snapshot (time and size)."""
+    cursor = conn.execute(
+        """
+        WITH last_run AS (
+            SELECT provider, started_at AS last_run_at, finished_at AS last_finished_at,
+                   status AS last_status, error AS last_error
+            FROM collection_runs
+            QUALIFY row_number() OVER (PARTITION BY provider ORDER BY started_at DESC) = 1
+        ),
+        last_ok AS (
+            SELECT provider, finished_at AS last_success_at, observed_at, offer_count,
+                   run_id AS snapshot_run_id
+            FROM collection_runs WHERE status = 'ok'
+            QUALIFY row_number() OVER (
+                PARTITION BY provider ORDER BY observed_at DESC, finished_at DESC
+            ) = 1
+        ),
+        last_error AS (
+            SELECT provider, error AS last_failure_error, started_at AS last_failure_at
+            FROM collection_runs WHERE status = 'failed'
+            QUALIFY row_number() OVER (PARTITION BY provider ORDER BY started_at DESC) = 1
+        )
+        SELECT r.provider, r.last_run_at, r.last_finished_at, r.last_status, r.last_error,
+               o.last_success_at, o.observed_at, coalesce(o.offer_count, 0) AS offer_count,
+               o.snapshot_run_id, e.last_failure_at, e.last_failure_error
+        FROM last_run r
+        LEFT JOIN last_ok o USING (provider)
+        LEFT JOIN last_error e USING (provider)
+        ORDER BY r.provider
+        """
+    )
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def quarantined(
+    conn: duckdb.DuckDBPyConnection, provider: str | None = None, limit: int = 100
+) -> list[dict[str, Any]]:
+    """Most recent quarantined records, newest first."""
+    cursor = conn.execute(
+        """
+        SELECT q.provider, q.record_id, q.reason, q.raw, q.observed_at, q.run_id
+        FROM quarantine q
+        WHERE ?::VARCHAR IS NULL OR q.provider = ?
+        ORDER BY q.observed_at DESC, q.provider, q.record_id
+        LIMIT ?
+        """,
+        [provider, provider, limit],
+    )
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def quarantine_counts(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Quarantined records per provider and reason in each provider's latest run."""
+    cursor = conn.execute(
+        f"""
+        SELECT provider, count(*) AS records, max(observed_at) AS last_observed_at
+        FROM quarantine WHERE run_id IN ({_LATEST_OK_RUNS})
+        GROUP BY provider ORDER BY provider
         """
     )
     columns = [d[0] for d in cursor.description]

@@ -15,12 +15,12 @@ def collected(warehouse):
         ["vastai"],
         warehouse,
         replays={"vastai": FIXTURES / "vastai_bundles.json"},
-        observed_at=OBSERVED_AT,
+        now=lambda: OBSERVED_AT,
     )
     return warehouse
 
 
 @pytest.fixture
 def client(collected, db_path):
-    with TestClient(create_app(Settings(db=db_path), collected)) as test_client:
+    with TestClient(create_app(Settings(db=db_path, scheduler=False), collected)) as test_client:
         yield test_client

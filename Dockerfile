@@ -1,0 +1,14 @@
+FROM python:3.11-slim
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY scrapers ./scrapers
+COPY pipeline ./pipeline
+COPY warehouse ./warehouse
+COPY api ./api
+RUN pip install --no-cache-dir .
+ENV GPUPRICES_DB=/data/gpuprices.duckdb \
+    GPUPRICES_HOST=0.0.0.0 \
+    GPUPRICES_PORT=8000
+VOLUME ["/data"]
+EXPOSE 8000
+CMD ["gpuprices", "serve"]

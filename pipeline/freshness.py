@@ -1,0 +1,81 @@
+"""How fresh each provider's data is: observed when, stale or not, last run and its error."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from pipeline.settings import Settings
+from warehouse import Warehouse
+from warehouse import queries as q
+
+__all__ = ["ProviderFreshness", "provider_freshness"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderFreshness:
+    provider: str
+    observed_at: datetime | None
+    """When the snapshot now served was observed; None if the provider never succeeded."""
+    age_seconds: float | None
+    stale: bool
+    """Older than `stale_after`, or the last run failed, or no good snapshot at all."""
+    stale_after_seconds: float
+    offer_count: int
+    last_run_at: datetime | None
+    last_status: str | None
+    last_success_at: datetime | None
+    last_error: str | None
+    next_run_at: datetime | None = None
+    interval_seconds: float | None = None
+
+
+def provider_freshness(
+    warehouse: Warehouse,
+    settings: Settings,
+    now: datetime,
+    next_runs: Callable[[str], datetime | None] = lambda _name: None,
+    providers: Sequence[str] | None = None,
+) -> list[ProviderFreshness]:
+    """Freshness of every enabled provider (and any other that has stored runs)."""
+    with warehouse.cursor() as cur:
+        rows = {row["provider"]: row for row in q.provider_status(cur)}
+    names = list(dict.fromkeys([*(providers or settings.providers), *rows]))
+    result = []
+    for name in names:
+        row = rows.get(name, {})
+        observed_at = row.get("observed_at")
+        threshold = settings.stale_threshold(name)
+        age = (now - observed_at) if observed_at else None
+        stale = (
+            age is None
+            or age > threshold
+            or row.get("last_status") == "failed"
+        )
+        result.append(
+            ProviderFreshness(
+                provider=name,
+                observed_at=observed_at,
+                age_seconds=age.total_seconds() if age is not None else None,
+                stale=stale,
+                stale_after_seconds=threshold.total_seconds(),
+                offer_count=int(row.get("offer_count") or 0),
+                last_run_at=row.get("last_run_at"),
+                last_status=row.get("last_status"),
+                last_success_at=row.get("last_success_at"),
+                last_error=row.get("last_error"),
+                next_run_at=next_runs(name),
+                interval_seconds=settings.interval(name).total_seconds(),
+            )
+        )
+    return result
+
+
+def within_max_age(freshness: Sequence[ProviderFreshness], max_age: timedelta) -> set[str]:
+    """Providers whose served snapshot is no older than `max_age`."""
+    return {
+        f.provider
+        for f in freshness
+        if f.age_seconds is not None and f.age_seconds <= max_age.total_seconds()
+    }

@@ -1,0 +1,133 @@
+"""Collection on a schedule: one APScheduler 3.x interval job per provider.
+
+Follows APScheduler's user guide: one `BackgroundScheduler` per process, module-level job
+functions that only call `run_collection`, explicit ids, `max_instances=1` (a slow run never
+overlaps itself), `coalesce=True`, a misfire grace sized to the interval, and a listener that turns
+job errors and skipped overlapping runs into log lines.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+import httpx
+from apscheduler.events import (
+    EVENT_JOB_ERROR,
+    EVENT_JOB_MAX_INSTANCES,
+    EVENT_JOB_MISSED,
+    JobExecutionEvent,
+)
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from pipeline.collect import run_collection, utc_now
+from pipeline.settings import Settings
+from scrapers import build_client
+from warehouse import Warehouse
+
+__all__ = ["Collector", "collect_provider"]
+
+logger = logging.getLogger(__name__)
+
+FIRST_RUN_STAGGER = timedelta(seconds=2)
+"""Start-up runs are spread a little so that the providers are not all fetched at once."""
+
+
+def collect_provider(
+    provider: str,
+    warehouse: Warehouse,
+    settings: Settings,
+    stop: threading.Event,
+    client_factory: Callable[[], httpx.Client],
+    now: Callable[[], datetime],
+) -> None:
+    """The job: one collection of one provider (abandoned before its write if shutting down)."""
+    if stop.is_set():
+        return
+    run_collection(
+        [provider],
+        warehouse,
+        now=now,
+        env=settings.provider_env(),
+        client_factory=client_factory,
+        should_stop=stop.is_set,
+    )
+
+
+class Collector:
+    """The schedule of one `serve` process; `start()` in the app lifespan, `shutdown()` after."""
+
+    def __init__(
+        self,
+        warehouse: Warehouse,
+        settings: Settings,
+        *,
+        client_factory: Callable[[], httpx.Client] = build_client,
+        now: Callable[[], datetime] = utc_now,
+        run_at_start: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.stop = threading.Event()
+        self._warehouse = warehouse
+        self._client_factory = client_factory
+        self._now = now
+        self._run_at_start = run_at_start
+        # One worker per provider: a hanging provider never delays the others.
+        workers = max(1, len(settings.providers))
+        self.scheduler = BackgroundScheduler(
+            executors={"default": ThreadPoolExecutor(max_workers=workers)}, timezone="UTC"
+        )
+        self.scheduler.add_listener(
+            self._on_event, EVENT_JOB_ERROR | EVENT_JOB_MAX_INSTANCES | EVENT_JOB_MISSED
+        )
+
+    @property
+    def running(self) -> bool:
+        return bool(self.scheduler.running)
+
+    def start(self) -> None:
+        first = self._now()
+        for index, provider in enumerate(self.settings.providers):
+            interval = self.settings.interval(provider)
+            # Leaving next_run_time out lets the trigger compute it (None would pause the job).
+            first_run = {"next_run_time": first + FIRST_RUN_STAGGER * index}
+            self.scheduler.add_job(
+                collect_provider,
+                trigger="interval",
+                seconds=interval.total_seconds(),
+                jitter=min(self.settings.jitter_s, int(interval.total_seconds() / 10)) or None,
+                args=[provider, self._warehouse, self.settings, self.stop,
+                      self._client_factory, self._now],
+                id=f"collect:{provider}",
+                name=f"collect {provider}",
+                max_instances=1,
+                coalesce=True,
+                misfire_grace_time=max(1, int(interval.total_seconds() / 2)),
+                replace_existing=True,
+                **(first_run if self._run_at_start else {}),
+            )
+        self.scheduler.start()
+        logger.info("collection schedule started for %s", ", ".join(self.settings.providers))
+
+    def next_run_at(self, provider: str) -> datetime | None:
+        job = self.scheduler.get_job(f"collect:{provider}")
+        return job.next_run_time if job is not None else None
+
+    def shutdown(self) -> None:
+        """Let a running collection finish its write (or abandon it before), then stop."""
+        self.stop.set()
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=True)
+        logger.info("collection schedule stopped")
+
+    @staticmethod
+    def _on_event(event: JobExecutionEvent) -> None:
+        if event.code == EVENT_JOB_MAX_INSTANCES:
+            logger.warning("%s still running; skipped an overlapping run", event.job_id)
+        elif event.code == EVENT_JOB_MISSED:
+            logger.warning("%s missed its run time; coalesced", event.job_id)
+        else:
+            logger.error("%s raised %r", event.job_id, event.exception)

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from pipeline.collect import run_collection
+from pipeline.freshness import provider_freshness
+from pipeline.settings import Settings
+from tests.conftest import FIXTURES, OBSERVED_AT
+
+SETTINGS = Settings(providers=["vastai", "runpod"])
+VAST = {"vastai": FIXTURES / "vastai_bundles.json"}
+
+
+def freshness_of(warehouse, provider, now):
+    return next(f for f in provider_freshness(warehouse, SETTINGS, now) if f.provider == provider)
+
+
+def test_a_provider_never_collected_is_stale_with_nothing_observed(warehouse):
+    fresh = freshness_of(warehouse, "runpod", OBSERVED_AT)
+    assert fresh.stale and fresh.observed_at is None and fresh.offer_count == 0
+
+
+def test_staleness_flips_after_three_intervals_and_back_after_a_good_run(warehouse):
+    run_collection(["vastai"], warehouse, replays=VAST, now=lambda: OBSERVED_AT)
+    threshold = SETTINGS.stale_threshold("vastai")
+    assert threshold == timedelta(minutes=30)
+    assert not freshness_of(warehouse, "vastai", OBSERVED_AT + threshold).stale
+    later = OBSERVED_AT + threshold + timedelta(seconds=1)
+    assert freshness_of(warehouse, "vastai", later).stale
+    run_collection(["vastai"], warehouse, replays=VAST, now=lambda: later)
+    fresh = freshness_of(warehouse, "vastai", later)
+    assert not fresh.stale and fresh.observed_at == later
+
+
+def test_a_failed_run_keeps_the_last_snapshot_but_marks_it_stale(warehouse, tmp_path: Path):
+    run_collection(["vastai"], warehouse, replays=VAST, now=lambda: OBSERVED_AT)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    after = OBSERVED_AT + timedelta(minutes=10)
+    run_collection(["vastai"], warehouse, replays={"vastai": bad}, now=lambda: after)
+    fresh = freshness_of(warehouse, "vastai", after)
+    assert fresh.stale
+    assert fresh.observed_at == OBSERVED_AT and fresh.offer_count == 13
+    assert fresh.last_status == "failed" and "not JSON" in (fresh.last_error or "")
