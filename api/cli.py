@@ -9,7 +9,7 @@ import logging
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec, TypeVar
@@ -20,10 +20,14 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from api import cli_history
+from api.cli_quote import quote
 from api.schemas import OfferOut
 from pipeline.collect import RunReport, run_collection
 from pipeline.errors import PipelineError
-from pipeline.offers import OfferQuery, current_offers, gpu_specs
+from pipeline.freshness import provider_freshness
+from pipeline.offers import OfferQuery, gpu_specs
+from pipeline.serving import answer_offers
 from pipeline.settings import Settings
 from scrapers import PROVIDERS, ProviderError
 from scrapers.models import FormFactor, Pricing
@@ -220,11 +224,14 @@ def offers(
     ] = False,
     sort: Annotated[SortKey, typer.Option(help="Cheapest first by")] = SortKey.PRICE_PER_GPU_HOUR,
     limit: Annotated[int | None, typer.Option(min=1)] = None,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="ISO 8601: the offers as they stood then")
+    ] = None,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
-    """List what is on offer now, cheapest per GPU-hour first."""
+    """List what is on offer now (or as of a time), cheapest per GPU-hour first."""
     query = OfferQuery(
         gpu=gpu,
         providers=tuple(provider or ()),
@@ -235,9 +242,14 @@ def offers(
         include_unavailable=include_unavailable,
         sort=sort.value,  # type: ignore[arg-type]
         limit=limit,
+        as_of=cli_history.parse_time(as_of, "--as-of"),
     )
-    with Warehouse.open(_settings(db, config).db) as warehouse:
-        rows = _offer_dicts(current_offers(warehouse, query))
+    settings = _settings(db, config)
+    with Warehouse.open(settings.db) as warehouse:
+        now = datetime.now(UTC)
+        freshness = provider_freshness(warehouse, settings, now)
+        answer = answer_offers(warehouse, settings, query, now, freshness)
+        rows = _offer_dicts(answer.offers)
     if fmt is OutputFormat.JSON:
         sys.stdout.write(orjson.dumps({"offers": rows}, option=orjson.OPT_INDENT_2).decode() + "\n")
     elif fmt is OutputFormat.CSV:
@@ -364,6 +376,66 @@ def serve(
         )
     finally:
         warehouse.close()
+
+
+class Interval(StrEnum):
+    H1 = "1h"
+    H6 = "6h"
+    D1 = "1d"
+    W1 = "1w"
+
+
+@app.command("history")
+@user_errors
+def history_command(
+    gpu: Annotated[str, typer.Option(help="Id (A100-80GB), family (A100) or any spelling")],
+    interval: Annotated[Interval, typer.Option(help="Bucket size")] = Interval.H1,
+    provider: Annotated[list[str] | None, typer.Option("--provider", "-p")] = None,
+    pricing: Annotated[Pricing | None, typer.Option(help="on_demand or spot")] = None,
+    region: Annotated[str | None, typer.Option(help="Part of the region text")] = None,
+    since: Annotated[str | None, typer.Option(help="ISO 8601 start")] = None,
+    until: Annotated[str | None, typer.Option(help="ISO 8601 end (default now)")] = None,
+    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """How prices moved: min/median/max per GPU-hour per bucket, with a sparkline per series."""
+    cli_history.history(
+        _settings(db, config),
+        gpu,
+        interval.value,
+        provider or [],
+        pricing.value if pricing else None,
+        region,
+        since,
+        until,
+        fmt.value,
+    )
+
+
+@app.command("export")
+@user_errors
+def export_command(
+    out: Annotated[Path, typer.Option("--out", help="Directory for date=/provider= Parquet")],
+    since: Annotated[str, typer.Option(help="ISO 8601 start (inclusive)")],
+    until: Annotated[str | None, typer.Option(help="ISO 8601 end (exclusive, default now)")] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Raw observations in a range as Hive-partitioned Parquet (date=YYYY-MM-DD/provider=...)."""
+    rows = cli_history.export(_settings(db, config), since, until, out)
+    err.print(f"exported {rows} observations to {out}")
+
+
+@app.command("prune")
+@user_errors
+def prune_cmd(db: DbOption = None, config: ConfigOption = None) -> None:
+    """Delete raw observations older than the retention window (summaries are kept)."""
+    deleted = cli_history.prune_command(_settings(db, config))
+    err.print(", ".join(f"{table}: {n} deleted" for table, n in deleted.items()))
+
+
+app.command("quote")(quote)
 
 
 def main() -> None:

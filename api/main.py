@@ -10,7 +10,7 @@ import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from api.routes import gpus, health, offers, providers
+from api.routes import gpus, health, history, metrics, offers, providers, quotes
 from pipeline.collect import utc_now
 from pipeline.errors import PipelineError
 from pipeline.schedule import Collector
@@ -71,6 +71,6 @@ def create_app(
     async def warehouse_error(_request: Request, exc: WarehouseError) -> JSONResponse:
         return JSONResponse(status_code=503, content={"detail": str(exc)})
 
-    for module in (offers, gpus, providers, health):
+    for module in (quotes, offers, history, gpus, providers, metrics, health):
         app.include_router(module.router)
     return app

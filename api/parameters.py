@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal
 
-from fastapi import Query
+from fastapi import Path, Query
 
 from scrapers.models import FormFactor, Pricing
 
 __all__ = [
+    "Path",
+    "AsOfParam",
     "FormFactorParam",
+    "IntervalParam",
+    "SinceParam",
+    "UntilParam",
     "GpuParam",
     "IncludeUnavailable",
     "Limit",
@@ -46,3 +52,13 @@ SortParam = Annotated[
     Query(description="Cheapest first by this price"),
 ]
 Limit = Annotated[int | None, Query(ge=1, le=100_000, description="Most offers to return")]
+
+AsOfParam = Annotated[
+    datetime | None,
+    Query(description="ISO 8601 time: each provider's last snapshot at or before it"),
+]
+IntervalParam = Annotated[
+    Literal["1h", "6h", "1d", "1w"], Query(description="Bucket size of the history")
+]
+SinceParam = Annotated[datetime | None, Query(description="Start (ISO 8601, inclusive)")]
+UntilParam = Annotated[datetime | None, Query(description="End (ISO 8601, exclusive)")]

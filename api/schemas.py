@@ -148,3 +148,30 @@ class QualityPage(BaseModel):
     latest: list[QualityCountOut] = Field(description="Quarantined records in latest snapshots")
     records: list[QuarantinedOut]
     count: int
+
+
+class HistoryPointOut(BaseModel):
+    t: datetime = Field(description="Bucket start, UTC")
+    min: float
+    p25: float
+    median: float
+    max: float
+    offers: int = Field(description="Offers listed (mean per snapshot in the bucket)")
+    available: int = Field(description="Offers rentable (mean per snapshot in the bucket)")
+    snapshots: int = Field(description="Good snapshots in the bucket")
+
+
+class HistorySeriesOut(BaseModel):
+    gpu: str
+    provider: str
+    pricing: Pricing
+    points: list[HistoryPointOut]
+
+
+class HistoryOut(BaseModel):
+    gpu: str
+    gpus: list[str] = Field(description="Canonical ids the gpu parameter selected")
+    interval: str
+    since: datetime
+    until: datetime
+    series: list[HistorySeriesOut]

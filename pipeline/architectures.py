@@ -31,13 +31,14 @@ FALLBACK_VOCAB = 128_256
 FALLBACK_MLP_RATIO = 3.5
 FALLBACK_KV_FRACTION = 0.25
 FALLBACK_HEAD_DIM = 128
-FALLBACK_BUCKETS: tuple[tuple[float, int, int], ...] = (
-    # (up to params_b, layers, hidden) — workload-model.md section 2 table
-    (4.0, 28, 3072),
-    (10.0, 32, 4096),
-    (20.0, 48, 5120),
-    (40.0, 64, 5120),
-    (math.inf, 80, 8192),
+FALLBACK_LAYERS: tuple[tuple[float, int], ...] = (
+    # (up to params_b, layers) from the section 2 table; its h column is only a starting point,
+    # since h is then solved from P
+    (4.0, 28),
+    (10.0, 32),
+    (20.0, 48),
+    (40.0, 64),
+    (math.inf, 80),
 )
 _CONFIG_KEYS = (
     "hidden_size",
@@ -51,12 +52,16 @@ _MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_interm
 
 @dataclass(frozen=True, slots=True)
 class Architecture:
-    """The shape of one decoder; `params` is P, the total parameter count."""
+    """The shape of one decoder; `params` is P, the total parameter count.
+
+    `hidden` and `intermediate` are floats because the fallback solves h from P (unrounded, so
+    that estimates move smoothly with P); known models and configs hold integers.
+    """
 
     name: str
-    hidden: int
+    hidden: float
     layers: int
-    intermediate: int
+    intermediate: float
     vocab: int
     heads: int
     kv_heads: int
@@ -103,12 +108,16 @@ def _shape_params(
     return linear + embeddings + norms
 
 
-def _build(name: str, values: Mapping[str, Any], source: str, aliases: tuple[str, ...] = ()) -> Architecture:
+def _build(
+    name: str, values: Mapping[str, Any], source: str, aliases: tuple[str, ...] = ()
+) -> Architecture:
     hidden, layers, inter, vocab, heads = (int(values[k]) for k in _CONFIG_KEYS)
     kv_heads = int(values.get("num_key_value_heads") or heads)
     tied = bool(values.get("tie_word_embeddings", False))
     params = _shape_params(hidden, layers, inter, vocab, kv_heads / heads, tied)
-    return Architecture(name, hidden, layers, inter, vocab, heads, kv_heads, tied, params, source, aliases)
+    return Architecture(
+        name, hidden, layers, inter, vocab, heads, kv_heads, tied, params, source, aliases
+    )
 
 
 def _truthy(text: str) -> bool:
@@ -190,22 +199,21 @@ def fallback_architecture(params_b: float) -> Architecture:
     if not math.isfinite(params_b) or params_b <= 0:
         raise WorkloadError("params_b", f"must be a positive number of billions, got {params_b!r}")
     params = params_b * 1e9
-    layers = next(n for limit, n, _ in FALLBACK_BUCKETS if params_b <= limit)
+    layers = next(n for limit, n in FALLBACK_LAYERS if params_b <= limit)
     # P(h) = a·h² + b·h with a = L·(2 + 2·kv + 3·ratio), b = 2V + 2L + 1 (untied embeddings)
     a = layers * (2 + 2 * FALLBACK_KV_FRACTION + 3 * FALLBACK_MLP_RATIO)
     b = 2 * FALLBACK_VOCAB + _NORMS_PER_LAYER * layers + 1
     hidden_exact = (-b + math.sqrt(b * b + 4 * a * params)) / (2 * a)
-    heads = max(4, round(hidden_exact / FALLBACK_HEAD_DIM / 4) * 4)
-    kv_heads = max(1, round(heads * FALLBACK_KV_FRACTION))
-    hidden = max(heads * FALLBACK_HEAD_DIM // 4, round(hidden_exact / heads) * heads)
+    # 4 KV groups of 128-wide heads keep n_kv / n_h exactly 1/4
+    heads = 4 * max(1, round(hidden_exact / (4 * FALLBACK_HEAD_DIM)))
     return Architecture(
         name=f"generic-{params_b:g}B",
-        hidden=hidden,
+        hidden=hidden_exact,
         layers=layers,
-        intermediate=round(FALLBACK_MLP_RATIO * hidden),
+        intermediate=FALLBACK_MLP_RATIO * hidden_exact,
         vocab=FALLBACK_VOCAB,
         heads=heads,
-        kv_heads=kv_heads,
+        kv_heads=round(heads * FALLBACK_KV_FRACTION),
         tied_embeddings=False,
         params=params,
         source="fallback architecture, workload-model.md section 2",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 
 from pipeline.catalog import Catalog, GpuSpec, Resolution, get_catalog
@@ -35,6 +36,7 @@ class OfferQuery:
     include_unavailable: bool = False
     sort: SortKey = "price_per_gpu_hour"
     limit: int | None = None
+    as_of: datetime | None = None
 
 
 def _filters(query: OfferQuery, catalog: Catalog) -> OfferFilters:
@@ -50,13 +52,19 @@ def _filters(query: OfferQuery, catalog: Catalog) -> OfferFilters:
         include_unavailable=query.include_unavailable,
         sort=query.sort,
         limit=query.limit,
+        as_of=query.as_of,
     )
+
+
+def offer_filters(query: OfferQuery, catalog: Catalog | None = None) -> OfferFilters:
+    """Validated warehouse filters for `query` (unknown GPU or provider raise)."""
+    return _filters(query, catalog or get_catalog())
 
 
 def current_offers(
     warehouse: Warehouse, query: OfferQuery, catalog: Catalog | None = None
 ) -> list[dict[str, Any]]:
-    """Offers of each provider's latest good snapshot, cheapest per GPU-hour first."""
+    """Offers of each provider's latest good snapshot (or as of `query.as_of`), cheapest first."""
     filters = _filters(query, catalog or get_catalog())
     with warehouse.cursor() as cur:
         return q.latest_offers(cur, filters)

@@ -95,6 +95,27 @@ class Settings(BaseSettings):
         default_factory=dict,
         description="Provider keys by variable name (e.g. LAMBDA_API_KEY); the environment wins",
     )
+    api_key: SecretStr | None = Field(
+        default=None, description="Bearer key required to manage alerts (reads stay open)"
+    )
+    allow_private_webhooks: bool = Field(
+        default=False, description="Allow http and private/loopback webhook targets (local use)"
+    )
+    webhook_timeout_s: float = Field(
+        default=10.0, gt=0, le=60, description="Timeout of one webhook delivery attempt (s)"
+    )
+    webhook_max_attempts: int = Field(
+        default=8, ge=1, le=50, description="Attempts before a delivery is marked failed"
+    )
+    webhook_backoff: Duration = Field(
+        default=timedelta(seconds=30), description="Wait before the first retry; doubles each time"
+    )
+    webhook_max_backoff: Duration = Field(
+        default=timedelta(hours=1), description="Longest wait between two attempts"
+    )
+    webhook_poll: Duration = Field(
+        default=timedelta(seconds=5), description="How often `serve` sends due deliveries"
+    )
 
     @field_validator("providers", mode="before")
     @classmethod

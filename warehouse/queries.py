@@ -16,7 +16,10 @@ __all__ = [
     "RunRow",
     "insert_run",
     "latest_offers",
+    "current_price_stats",
     "latest_runs",
+    "run_stats",
+    "offers_sql",
     "provider_status",
     "quarantine_counts",
     "quarantined",
@@ -89,6 +92,8 @@ class OfferFilters:
     include_unavailable: bool = False
     sort: SortKey = "price_per_gpu_hour"
     limit: int | None = None
+    as_of: datetime | None = None
+    """None: the current snapshots; else each provider's last good snapshot at or before it."""
 
 
 def insert_run(
@@ -121,8 +126,14 @@ def insert_run(
         conn.register("offer_batch", batch)
         try:
             conn.execute("INSERT INTO offer_observations BY NAME SELECT * FROM offer_batch")
+            conn.execute(_SUMMARISE_BATCH)
+            if _is_latest_snapshot(conn, run):
+                conn.execute("DELETE FROM current_offers WHERE provider = ?", [run.provider])
+                conn.execute("INSERT INTO current_offers BY NAME SELECT * FROM offer_batch")
         finally:
             conn.unregister("offer_batch")
+    elif run.status == "ok" and _is_latest_snapshot(conn, run):
+        conn.execute("DELETE FROM current_offers WHERE provider = ?", [run.provider])
     if rejects is not None and rejects.num_rows:
         batch = rejects.append_column("run_id", pa.array([run.run_id] * rejects.num_rows))
         conn.register("reject_batch", batch)
@@ -132,8 +143,42 @@ def insert_run(
             conn.unregister("reject_batch")
 
 
+_SUMMARISE_BATCH = """
+    INSERT INTO price_summaries
+    SELECT run_id, provider, observed_at, gpu, pricing,
+           min(price_per_gpu_hour), quantile_cont(price_per_gpu_hour, 0.25),
+           quantile_cont(price_per_gpu_hour, 0.5), max(price_per_gpu_hour),
+           count(*), count(*) FILTER (WHERE available)
+    FROM offer_batch
+    WHERE gpu IS NOT NULL
+    GROUP BY run_id, provider, observed_at, gpu, pricing
+"""
+
+
+def _is_latest_snapshot(conn: duckdb.DuckDBPyConnection, run: RunRow) -> bool:
+    """Whether `run` (already inserted) is now its provider's newest good snapshot.
+
+    A replay with an older `--at` is history, not the current snapshot.
+    """
+    row = conn.execute(
+        """
+        SELECT run_id FROM collection_runs WHERE provider = ? AND status = 'ok'
+        ORDER BY observed_at DESC, finished_at DESC LIMIT 1
+        """,
+        [run.provider],
+    ).fetchone()
+    return row is not None and row[0] == run.run_id
+
+
 _LATEST_OK_RUNS = """
     SELECT run_id FROM collection_runs WHERE status = 'ok'
+    QUALIFY row_number() OVER (
+        PARTITION BY provider ORDER BY observed_at DESC, finished_at DESC
+    ) = 1
+"""
+
+_SNAPSHOTS_AS_OF = """
+    SELECT run_id FROM collection_runs WHERE status = 'ok' AND observed_at <= ?
     QUALIFY row_number() OVER (
         PARTITION BY provider ORDER BY observed_at DESC, finished_at DESC
     ) = 1
@@ -146,9 +191,22 @@ _ORDER = {
 
 
 def latest_offers(conn: duckdb.DuckDBPyConnection, filters: OfferFilters) -> list[dict[str, Any]]:
-    """Offers of each provider's latest successful snapshot that pass `filters`, cheapest first."""
-    where = [f"run_id IN ({_LATEST_OK_RUNS})"]
+    """Offers of each provider's latest good snapshot (or the one as of `filters.as_of`)."""
+    sql, params = offers_sql(filters)
+    cursor = conn.execute(sql, params)
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def offers_sql(filters: OfferFilters) -> tuple[str, list[Any]]:
+    """The query behind `latest_offers`, for exports that stream it to a file."""
+    where = ["TRUE"]
     params: list[Any] = []
+    source = "current_offers"
+    if filters.as_of is not None:
+        source = "offer_observations"
+        where = [f"run_id IN ({_SNAPSHOTS_AS_OF})", "observed_at <= ?"]
+        params = [filters.as_of, filters.as_of]
     if filters.gpus is not None:
         where.append("gpu IN (SELECT unnest(?))")
         params.append(sorted(filters.gpus))
@@ -170,26 +228,24 @@ def latest_offers(conn: duckdb.DuckDBPyConnection, filters: OfferFilters) -> lis
     if not filters.include_unavailable:
         where.append("available")
     sql = (
-        "SELECT * FROM offer_observations WHERE "
+        f"SELECT * FROM {source} WHERE "
         + " AND ".join(where)
         + f" ORDER BY {_ORDER[filters.sort]}, provider, offer_id, pricing"
     )
     if filters.limit is not None:
         sql += " LIMIT ?"
         params.append(filters.limit)
-    cursor = conn.execute(sql, params)
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+    return sql, params
 
 
 def unknown_gpus(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """GPU names in the latest snapshots that the catalog does not know, with where seen."""
     cursor = conn.execute(
-        f"""
+        """
         SELECT gpu_raw, list(DISTINCT provider ORDER BY provider) AS providers,
                count(*) AS offers, max(observed_at) AS last_observed_at
-        FROM offer_observations
-        WHERE gpu IS NULL AND run_id IN ({_LATEST_OK_RUNS})
+        FROM current_offers
+        WHERE gpu IS NULL
         GROUP BY gpu_raw ORDER BY offers DESC, gpu_raw
         """
     )
@@ -271,6 +327,34 @@ def quarantine_counts(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
         SELECT provider, count(*) AS records, max(observed_at) AS last_observed_at
         FROM quarantine WHERE run_id IN ({_LATEST_OK_RUNS})
         GROUP BY provider ORDER BY provider
+        """
+    )
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def current_price_stats(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Per (gpu, provider, pricing) in the current snapshots: lowest available price, counts."""
+    cursor = conn.execute(
+        """
+        SELECT gpu, provider, pricing,
+               min(price_per_gpu_hour) FILTER (WHERE available) AS lowest_price,
+               count(*) AS offers, count(*) FILTER (WHERE available) AS available
+        FROM current_offers WHERE gpu IS NOT NULL
+        GROUP BY ALL ORDER BY ALL
+        """
+    )
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def run_stats(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Per provider: runs and failures so far, and the duration of the last run."""
+    cursor = conn.execute(
+        """
+        SELECT provider, count(*) AS runs, count(*) FILTER (WHERE status = 'failed') AS failures,
+               arg_max(epoch(finished_at) - epoch(started_at), started_at) AS last_seconds
+        FROM collection_runs GROUP BY provider ORDER BY provider
         """
     )
     columns = [d[0] for d in cursor.description]

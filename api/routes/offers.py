@@ -2,26 +2,27 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query
 
 from api import parameters as p
-from api.deps import FreshnessDep, WarehouseDep
+from api.deps import ClockDep, FreshnessDep, SettingsDep, WarehouseDep
 from api.schemas import OfferOut, OffersPage, ProviderFreshnessOut
-from pipeline.freshness import within_max_age
-from pipeline.offers import OfferQuery, current_offers
+from pipeline.offers import OfferQuery
+from pipeline.serving import answer_offers
 from pipeline.settings import parse_duration
 
 router = APIRouter(prefix="/offers", tags=["offers"])
+
+MaxAge = Annotated[
+    str | None, Query(description="Leave out providers whose snapshot is older, e.g. 30m, 2h")
+]
 
 
 def split_providers(values: list[str] | None) -> tuple[str, ...]:
     return tuple(n.strip() for v in values or () for n in v.split(",") if n.strip())
 
 
-@router.get("", response_model=OffersPage, summary="What is on offer now")
-def list_offers(
-    warehouse: WarehouseDep,
-    freshness: FreshnessDep,
+def offer_query(
     gpu: p.GpuParam = None,
     provider: p.ProviderParam = None,
     pricing: p.PricingParam = None,
@@ -29,32 +30,16 @@ def list_offers(
     form_factor: p.FormFactorParam = None,
     max_price_per_gpu: p.MaxPricePerGpu = None,
     include_unavailable: p.IncludeUnavailable = False,
-    max_age: Annotated[
-        str | None,
-        Query(description="Leave out providers whose snapshot is older, e.g. 30m, 2h, 1d"),
-    ] = None,
     sort: p.SortParam = "price_per_gpu_hour",
     limit: p.Limit = None,
-) -> OffersPage:
-    """Offers of each provider's latest successful snapshot, cheapest per GPU-hour first.
-
-    `providers` says, per provider drawn on, when its snapshot was observed and whether it is
-    stale; a provider whose last run failed still serves its last good snapshot, marked stale.
-    """
-    providers = split_providers(provider)
-    if max_age is not None:
-        try:
-            fresh = within_max_age(freshness, parse_duration(max_age))
-        except ValueError as exc:
-            raise HTTPException(422, detail=f"max_age: {exc}") from None
-        wanted = set(providers) if providers else {f.provider for f in freshness}
-        providers = tuple(sorted(wanted & fresh))
-        freshness = [f for f in freshness if f.provider in providers]
-        if not providers:
-            return OffersPage(offers=[], count=0, providers=[])
-    query = OfferQuery(
+    as_of: p.AsOfParam = None,
+) -> OfferQuery:
+    """The `/offers` filters, shared with the exports."""
+    if as_of is not None and as_of.tzinfo is None:
+        raise HTTPException(422, detail="as_of needs a timezone, e.g. 2026-03-01T14:00:00Z")
+    return OfferQuery(
         gpu=gpu,
-        providers=providers,
+        providers=split_providers(provider),
         pricing=pricing,
         region=region,
         form_factor=form_factor,
@@ -62,19 +47,34 @@ def list_offers(
         include_unavailable=include_unavailable,
         sort=sort,
         limit=limit,
+        as_of=as_of,
     )
-    stale = {f.provider for f in freshness if f.stale}
-    offers = [
-        OfferOut.model_validate({**row, "stale": row["provider"] in stale})
-        for row in current_offers(warehouse, query)
-    ]
-    drawn = {o.provider for o in offers} | set(providers)
+
+
+OfferQueryDep = Annotated[OfferQuery, Depends(offer_query)]
+
+
+@router.get("", response_model=OffersPage, summary="What is on offer now (or as of a time)")
+def list_offers(
+    warehouse: WarehouseDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    freshness: FreshnessDep,
+    query: OfferQueryDep,
+    max_age: MaxAge = None,
+) -> OffersPage:
+    """Each provider's latest good snapshot, cheapest per GPU-hour first, with its freshness.
+
+    A provider whose last run failed still serves its last good snapshot, marked stale.
+    """
+    try:
+        age = parse_duration(max_age) if max_age is not None else None
+    except ValueError as exc:
+        raise HTTPException(422, detail=f"max_age: {exc}") from None
+    answer = answer_offers(warehouse, settings, query, clock(), freshness, age)
+    offers = [OfferOut.model_validate(row) for row in answer.offers]
     return OffersPage(
         offers=offers,
         count=len(offers),
-        providers=[
-            ProviderFreshnessOut.model_validate(f)
-            for f in freshness
-            if f.provider in drawn or not providers
-        ],
+        providers=[ProviderFreshnessOut.model_validate(f) for f in answer.providers],
     )

@@ -14,9 +14,7 @@ router = APIRouter(tags=["providers"])
 @router.get("/providers", response_model=ProvidersPage, summary="Collection health per provider")
 def list_providers(freshness: FreshnessDep) -> ProvidersPage:
     """Last run, last success, status, offers in the snapshot served, last error, next run."""
-    return ProvidersPage(
-        providers=[ProviderFreshnessOut.model_validate(f) for f in freshness]
-    )
+    return ProvidersPage(providers=[ProviderFreshnessOut.model_validate(f) for f in freshness])
 
 
 @router.get("/quality", response_model=QualityPage, summary="Quarantined provider records")

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi.responses import Response
+
+from api import parameters as p
+from api.deps import ClockDep, SettingsDep, WarehouseDep
+from api.routes.offers import OfferQueryDep, split_providers
+from api.schemas import HistoryOut
+from pipeline.history import HistoryQuery, check_as_of, export_history, export_offers, price_history
+
+router = APIRouter(tags=["history"])
+
+MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
+
+
+def history_query(
+    gpu: Annotated[str, Query(min_length=1, description="Id, family or any spelling")],
+    interval: p.IntervalParam = "1h",
+    provider: p.ProviderParam = None,
+    pricing: p.PricingParam = None,
+    region: p.RegionParam = None,
+    since: p.SinceParam = None,
+    until: p.UntilParam = None,
+) -> HistoryQuery:
+    for name, value in (("since", since), ("until", until)):
+        if value is not None and value.tzinfo is None:
+            raise HTTPException(422, detail=f"{name} needs a timezone, e.g. 2026-03-01T00:00:00Z")
+    return HistoryQuery(
+        gpu=gpu,
+        interval=interval,
+        providers=split_providers(provider),
+        pricing=str(pricing) if pricing else None,
+        region=region,
+        since=since,
+        until=until,
+    )
+
+
+HistoryQueryDep = Annotated[HistoryQuery, Depends(history_query)]
+
+
+@router.get("/prices/history", response_model=HistoryOut, summary="How prices moved")
+def get_history(warehouse: WarehouseDep, clock: ClockDep, query: HistoryQueryDep) -> HistoryOut:
+    """Per provider x pricing: min/p25/median/max USD per GPU-hour per bucket; gaps stay gaps."""
+    return HistoryOut.model_validate(price_history(warehouse, query, clock()))
+
+
+def _file(body: bytes, name: str, fmt: str) -> Response:
+    return Response(
+        body,
+        media_type=MEDIA_TYPES[fmt],
+        headers={"Content-Disposition": f'attachment; filename="{name}.{fmt}"'},
+    )
+
+
+@router.get("/export/offers.{fmt}", summary="Current (or as_of) offers as CSV or Parquet")
+def export_offers_file(
+    fmt: Annotated[str, p.Path(pattern="^(csv|parquet)$")],
+    warehouse: WarehouseDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    query: OfferQueryDep,
+) -> Response:
+    if query.as_of is not None:
+        check_as_of(query.as_of, clock(), settings.retention)
+    return _file(export_offers(warehouse, query, fmt), "offers", fmt)  # type: ignore[arg-type]
+
+
+@router.get("/export/history.{fmt}", summary="Price history as CSV or Parquet")
+def export_history_file(
+    fmt: Annotated[str, p.Path(pattern="^(csv|parquet)$")],
+    warehouse: WarehouseDep,
+    clock: ClockDep,
+    query: HistoryQueryDep,
+) -> Response:
+    body = export_history(warehouse, query, clock(), fmt)  # type: ignore[arg-type]
+    return _file(body, "history", fmt)

@@ -1,0 +1,135 @@
+"""`POST /quotes`, `GET /offers/best` and `GET /models` over the Vast.ai sample snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from api.main import create_app
+from api.routes import quotes
+from pipeline.settings import Settings
+
+BREAKDOWN = {"weights", "gradients", "optimizer", "activations", "logits", "overhead"}
+QLORA_70B = {"model": "Llama-3.1-70B", "method": "qlora", "tokens": "50M"}
+
+
+def with_quotes(app: FastAPI) -> FastAPI:
+    """The app with the quotes router, whether or not `create_app` includes it yet."""
+    if not any(getattr(route, "path", None) == "/quotes" for route in app.routes):
+        app.include_router(quotes.router)
+    return app
+
+
+@pytest.fixture
+def quotes_client(collected, db_path) -> Iterator[TestClient]:
+    app = with_quotes(create_app(Settings(db=db_path, scheduler=False), collected))
+    with TestClient(app) as test_client:
+        yield test_client
+
+
+def test_a_70b_qlora_job_ranks_feasible_offers_by_total_cost(quotes_client):
+    body = quotes_client.post("/quotes", json=QLORA_70B).json()
+    costs = [q["cost_usd"] for q in body["quotes"]]
+    assert costs == sorted(costs) and body["count"] == len(costs) >= 1
+    for quote in body["quotes"]:
+        assert quote["offer"]["pricing"] == "on_demand"
+        assert quote["cost_usd"] == pytest.approx(quote["offer"]["price_per_hour"] * quote["hours"])
+        low, high = quote["hours_range"]
+        assert low < quote["hours"] < high
+        assert quote["gpus"] == quote["offer"]["gpu_count"]
+    eight_h100 = [q for q in body["quotes"] if q["offer"]["gpu"] == "H100-80GB"]
+    assert eight_h100 and eight_h100[0]["gpus"] == 8 and eight_h100[0]["headroom"] > 0
+
+
+def test_a_single_24_gb_offer_is_skipped_as_not_fitting(quotes_client):
+    body = quotes_client.post("/quotes", json=QLORA_70B).json()
+    (rtx_4090,) = [
+        s for s in body["skipped"] if s["gpu"] == "RTX 4090" and "too few GPUs" in s["reason"]
+    ]
+    assert "needs at least 4 × RTX 4090" in rtx_4090["reason"]
+    assert all(q["offer"]["gpu"] != "RTX 4090" for q in body["quotes"])
+
+
+def test_the_answer_carries_the_normalized_workload_and_the_memory_breakdown(quotes_client):
+    body = quotes_client.post("/quotes", json=QLORA_70B).json()
+    assert body["workload"]["model"] == "Llama-3.1-70B"
+    assert body["workload"]["tokens"] == 50_000_000
+    assert body["workload"]["seq_len"] == 2048 and body["workload"]["lora_rank"] == 16
+    assert set(body["memory"]["breakdown"]) == BREAKDOWN
+    assert sum(body["memory"]["breakdown"].values()) == pytest.approx(body["memory"]["per_gpu_gib"])
+
+
+def test_spot_offers_appear_only_when_asked_for_with_their_risk(quotes_client):
+    plain = quotes_client.post("/quotes", json=QLORA_70B).json()
+    assert any("spot" in s["reason"] for s in plain["skipped"])
+    spot = quotes_client.post("/quotes", json={**QLORA_70B, "include_spot": True}).json()
+    spot_quotes = [q for q in spot["quotes"] if q["offer"]["pricing"] == "spot"]
+    assert spot_quotes and all(q["interruption_risk"] for q in spot_quotes)
+    assert all(q["interruption_risk"] is None for q in plain["quotes"])
+
+
+def test_a_config_json_works_for_a_model_the_table_does_not_know(quotes_client):
+    config = {
+        "hidden_size": 2048,
+        "num_hidden_layers": 24,
+        "intermediate_size": 5632,
+        "vocab_size": 32000,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 4,
+        "model_type": "llama",
+    }
+    body = {"config": config, "method": "lora", "tokens": "100M"}
+    response = quotes_client.post("/quotes", json=body)
+    assert response.status_code == 200
+    assert response.json()["workload"]["architecture"]["hidden_size"] == 2048
+
+
+def test_offers_best_is_the_one_line_form_of_the_same_answer(quotes_client):
+    best = quotes_client.get("/offers/best", params=QLORA_70B).json()
+    full = quotes_client.post("/quotes", json=QLORA_70B).json()
+    assert len(best["quotes"]) == 1
+    assert best["quotes"][0] == full["quotes"][0]
+    assert best["count"] == full["count"]
+
+
+def test_offers_still_lists_offers_beside_offers_best(quotes_client):
+    assert quotes_client.get("/offers").status_code == 200
+
+
+def test_models_lists_the_known_architectures(quotes_client):
+    body = quotes_client.get("/models").json()
+    names = {m["name"] for m in body["models"]}
+    assert {"Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-72B", "Mistral-7B"} <= names
+    assert body["count"] == len(body["models"])
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"tokens": "-5M"}, "tokens"),
+        ({"params_b": 0, "model": None}, "params_b"),
+        ({"method": "lora", "lora_rank": 0}, "lora_rank"),
+        ({"seq_len": 0}, "seq_len"),
+        ({"model": "Llama-3.1-7B"}, "model"),
+    ],
+)
+def test_impossible_workloads_are_422_naming_the_field(quotes_client, change, field):
+    response = quotes_client.post("/quotes", json={**QLORA_70B, **change})
+    assert response.status_code == 422
+    assert response.json()["detail"].startswith(f"{field}:")
+
+
+def test_an_unknown_model_suggests_the_closest_known_ones(quotes_client):
+    response = quotes_client.get("/offers/best", params={**QLORA_70B, "model": "Llama-3.1-7B"})
+    assert response.status_code == 422
+    closest = response.json()["detail"].split("closest: ")[1].split(", ")
+    assert "Llama-3.1-8B" in closest
+
+
+def test_an_unknown_method_is_rejected_by_the_schema(quotes_client):
+    response = quotes_client.post("/quotes", json={**QLORA_70B, "method": "dora"})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"][-1] == "method"

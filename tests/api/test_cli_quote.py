@@ -1,0 +1,182 @@
+"""`gpuprices quote` through typer's CliRunner, over the Vast.ai sample snapshot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from api.cli_quote import quote
+from pipeline.collect import run_collection
+from tests.conftest import FIXTURES, OBSERVED_AT
+from warehouse import Warehouse
+
+BREAKDOWN = {"weights", "gradients", "optimizer", "activations", "logits", "overhead"}
+
+
+def cli() -> typer.Typer:
+    """An app with `quote` registered as `api/cli.py` registers it."""
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:
+        """Keep `quote` a subcommand."""
+
+    app.command("quote")(quote)
+    return app
+
+
+@pytest.fixture
+def snapshot(db_path: Path) -> Path:
+    with Warehouse.open(db_path) as warehouse:
+        run_collection(
+            ["vastai"],
+            warehouse,
+            replays={"vastai": FIXTURES / "vastai_bundles.json"},
+            observed_at=OBSERVED_AT,
+        )
+    return db_path
+
+
+def run(*args: str):
+    return CliRunner().invoke(cli(), ["quote", *args])
+
+
+def test_quote_json_ranks_a_70b_qlora_job_over_the_sample_snapshot(snapshot):
+    result = run(
+        "--model",
+        "Llama-3.1-70B",
+        "--method",
+        "qlora",
+        "--tokens",
+        "50M",
+        "--format",
+        "json",
+        "--db",
+        str(snapshot),
+    )
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    costs = [q["cost_usd"] for q in body["quotes"]]
+    assert costs and costs == sorted(costs)
+    assert any(q["offer"]["gpu"] == "H100-80GB" and q["gpus"] == 8 for q in body["quotes"])
+    for q in body["quotes"]:
+        assert q["cost_usd"] == pytest.approx(q["offer"]["price_per_hour"] * q["hours"])
+    assert any(s["gpu"] == "RTX 4090" and "too few GPUs" in s["reason"] for s in body["skipped"])
+    assert set(body["memory"]["breakdown"]) == BREAKDOWN
+
+
+def test_quote_table_lists_the_ranking_and_the_skipped_offers(snapshot):
+    result = run(
+        "--model", "Llama-3.1-70B", "--method", "qlora", "--tokens", "50M", "--db", str(snapshot)
+    )
+    assert result.exit_code == 0, result.output
+    assert "offers that can run it" in result.output
+    assert "skipped 1 × RTX 4090: too few GPUs" in result.output
+
+
+def test_given_hardware_prints_the_memory_estimate_and_whether_it_fits_without_offers(tmp_path):
+    args = (
+        "--model",
+        "Llama-3.1-70B",
+        "--method",
+        "qlora",
+        "--format",
+        "json",
+        "--db",
+        str(tmp_path / "never-opened.duckdb"),
+    )
+    fits = run(*args, "--gpu", "H100 SXM", "--gpus", "1")
+    too_small = run(*args, "--gpu", "RTX 4090", "--gpus", "2")
+    assert fits.exit_code == too_small.exit_code == 0
+    fit, no_fit = json.loads(fits.stdout), json.loads(too_small.stdout)
+    assert fit["fit"]["fits"] is True and fit["fit"]["gpu"] == "H100-80GB"
+    assert no_fit["fit"]["fits"] is False and no_fit["fit"]["min_gpus"] == 4
+    assert "fits on 4 × RTX 4090" in no_fit["fit"]["reason"]
+    for body in (fit, no_fit):
+        assert set(body["memory"]["breakdown"]) == BREAKDOWN
+        assert body["memory"]["per_gpu_gib"] > 0
+    assert not (tmp_path / "never-opened.duckdb").exists()
+
+
+def test_a_family_name_checks_its_smallest_variant_and_says_so():
+    result = run(
+        "--model",
+        "Llama-3.1-8B",
+        "--method",
+        "lora",
+        "--gpu",
+        "A100",
+        "--gpus",
+        "1",
+        "--format",
+        "json",
+    )
+    body = json.loads(result.stdout)
+    assert body["fit"]["gpu"] == "A100-40GB"
+    assert "several variants" in body["fit"]["notes"][0]
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("--model", "Llama-3.1-7B", "--method", "qlora", "--tokens", "1M"), "--model"),
+        (("--model", "Llama-3.1-8B", "--method", "qlora", "--tokens", "-5M"), "--tokens"),
+        (("--params-b", "0", "--method", "full", "--tokens", "1M"), "--params-b"),
+        (
+            ("--model", "Llama-3.1-8B", "--method", "lora", "--lora-rank", "0", "--tokens", "1M"),
+            "--lora-rank",
+        ),
+        (
+            ("--model", "Llama-3.1-8B", "--method", "lora", "--seq-len", "0", "--tokens", "1M"),
+            "--seq-len",
+        ),
+        (("--model", "Llama-3.1-8B", "--method", "lora", "--gpu", "H100", "--gpus", "3"), "--gpus"),
+        (("--model", "Llama-3.1-8B", "--method", "lora", "--gpu", "H1OO", "--gpus", "1"), "--gpu"),
+        (("--model", "Llama-3.1-8B", "--method", "lora"), "--tokens"),
+        (("--model", "Llama-3.1-8B", "--tokens", "1M"), "--method"),
+    ],
+)
+def test_impossible_workloads_exit_2_naming_the_option(args, option):
+    result = run(*args)
+    assert result.exit_code == 2
+    assert f"Invalid value for {option}" in result.output
+
+
+def test_an_unknown_model_suggests_the_closest_known_ones():
+    result = run("--model", "Llama-3.1-7B", "--method", "qlora", "--gpu", "H100", "--gpus", "1")
+    assert result.exit_code == 2
+    assert "closest:" in result.output and "Llama-3.1-8B" in result.output
+
+
+def test_a_config_json_file_stands_in_for_an_unknown_model(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(
+        json.dumps(
+            {
+                "hidden_size": 4096,
+                "num_hidden_layers": 32,
+                "intermediate_size": 14336,
+                "vocab_size": 128256,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+            }
+        )
+    )
+    result = run(
+        "--config",
+        str(config),
+        "--method",
+        "qlora",
+        "--gpu",
+        "L40S",
+        "--gpus",
+        "1",
+        "--format",
+        "json",
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["workload"]["params_b"] == pytest.approx(8.03, abs=0.01)

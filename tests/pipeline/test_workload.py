@@ -1,0 +1,634 @@
+"""The workload model against the measured cases, its own worked examples, and its invariants."""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.architectures import (
+    FALLBACK_LAYERS,
+    fallback_architecture,
+    from_config,
+    known_models,
+    lookup_model,
+)
+from pipeline.catalog import get_catalog
+from pipeline.errors import PipelineError, WorkloadError
+from pipeline.ranking import (
+    FIXED_HOURS,
+    SPOT_RISK,
+    estimate_hours,
+    flops_per_token,
+    gpu_type,
+    rank_offers,
+)
+from pipeline.workload import (
+    GIB,
+    GPU_COUNTS,
+    GpuType,
+    Workload,
+    estimate_memory,
+    min_gpus,
+    parse_tokens,
+)
+from tests.conftest import FIXTURES
+
+CATALOG = get_catalog()
+
+
+def gpu(gpu_id: str, form_factor: str | None = None) -> GpuType:
+    variants = [
+        v
+        for v in CATALOG.variants_of(gpu_id)
+        if form_factor is None or str(v.form_factor) == form_factor
+    ]
+    return gpu_type(variants[0])
+
+
+def job(model: str = "Llama-3.1-8B", method: str = "lora", **options: Any) -> Workload:
+    return Workload.build(model=model, method=method, **options)  # type: ignore[arg-type]
+
+
+# --- the validation set: shared/reference/workload_cases.csv (copied into tests/fixtures) ------
+
+CASES = list(csv.DictReader((FIXTURES / "workload_cases.csv").read_text().splitlines()))
+# Ranks the sources used when they do not print one (workload-model.md section 6).
+RANK_BY_SOURCE_PREFIX = {"lf_": 8, "qwen": 64, "tt_lora_llama31_8b": 8, "tt_qlora_llama31_8b": 8}
+
+
+def case_rank(case: dict[str, str]) -> int:
+    printed = re.search(r"\br=(\d+)", case["source"])
+    if printed:
+        return int(printed.group(1))
+    prefixes = [p for p in RANK_BY_SOURCE_PREFIX if case["case_id"].startswith(p)]
+    return RANK_BY_SOURCE_PREFIX[prefixes[0]] if prefixes else 16
+
+
+def case_estimate(case: dict[str, str]) -> float:
+    """GiB per GPU as the case means it: `states-only` compares model states alone."""
+    profile = re.search(r"profile=([\w-]+)", case["source"]).group(1)  # type: ignore[union-attr]
+    method, stage = case["method"], 3
+    if method.startswith("full_zero"):
+        method, stage = "full", int(method[-1])
+    known = {m.name for m in known_models()}
+    source = (
+        {"model": case["model"]}
+        if case["model"] in known
+        else {"params_b": float(case["params_b"])}
+    )
+    w = Workload.build(
+        **source,
+        method=method,  # type: ignore[arg-type]
+        precision=case["precision"],
+        seq_len=int(case["seq_len"]) or 2048,  # seq_len 0: states only, any length will do
+        micro_batch=int(case["micro_batch"]) or 1,
+        grad_ckpt=case["grad_ckpt"] == "true",
+        optimizer=case["optimizer"],
+        lora_rank=case_rank(case),
+        profile="hf" if profile == "states-only" else profile,
+    )
+    memory = estimate_memory(w, int(case["num_gpus"]), zero_stage=stage)  # type: ignore[arg-type]
+    return memory.states_gib if profile == "states-only" else memory.per_gpu_gib
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["case_id"] for c in CASES])
+def test_each_reference_case_is_reproduced_within_its_tolerance(case: dict[str, str]) -> None:
+    expected = float(case["expected_mem_gb_per_gpu"])
+    error_pct = 100 * (case_estimate(case) - expected) / expected
+    assert abs(error_pct) <= float(case["tolerance_pct"]), f"{error_pct:+.1f}%"
+
+
+def test_reference_cases_have_a_median_error_under_ten_percent() -> None:
+    errors = sorted(
+        abs(case_estimate(c) - float(c["expected_mem_gb_per_gpu"]))
+        / float(c["expected_mem_gb_per_gpu"])
+        for c in CASES
+    )
+    assert len(errors) == 20
+    assert errors[len(errors) // 2] < 0.10
+
+
+# --- the note's own worked examples (workload-model.md sections 3.8 and 4.2) -----------------
+
+
+@pytest.mark.parametrize(
+    ("model", "method", "seq_len", "micro_batch", "gib"),
+    [
+        ("Llama-3.1-8B", "qlora", 2048, 4, 24.4),
+        ("Llama-3.1-8B", "lora", 2048, 4, 34.5),
+        ("Llama-3.1-8B", "full", 2048, 4, 143.8),
+        ("Mistral-7B", "lora", 4096, 2, 22.9),
+        ("Qwen2.5-14B", "qlora", 4096, 1, 22.6),
+        ("Llama-3.1-70B", "qlora", 2048, 1, 49.7),
+    ],
+)
+def test_single_gpu_memory_matches_the_worked_examples(
+    model: str, method: str, seq_len: int, micro_batch: int, gib: float
+) -> None:
+    w = job(model, method, seq_len=seq_len, micro_batch=micro_batch)
+    assert estimate_memory(w).per_gpu_gib == pytest.approx(gib, abs=0.05)
+
+
+def test_logits_dominate_an_eight_b_qlora_job_with_a_large_vocabulary() -> None:
+    memory = estimate_memory(job(method="qlora", micro_batch=4))
+    assert memory.breakdown.logits == pytest.approx(11.7, abs=0.05)
+
+
+@pytest.mark.parametrize(
+    ("gpu_id", "form_factor", "expected"),
+    [("H100-80GB", "SXM", 24), ("H200-141GB", "SXM", 16), ("B200", None, 8), ("MI300X", None, 8)],
+)
+def test_llama_70b_full_fine_tune_needs_the_documented_gpu_counts(
+    gpu_id: str, form_factor: str | None, expected: int
+) -> None:
+    w = job("Llama-3.1-70B", "full", seq_len=4096)
+    assert estimate_memory(w).states_gib == pytest.approx(1051, abs=1)
+    assert min_gpus(w, gpu(gpu_id, form_factor)).n_gpus == expected
+
+
+@pytest.mark.parametrize(
+    ("w", "gpu_id", "expected"),
+    [
+        (job(method="qlora", micro_batch=4), "RTX 4090", 2),
+        (job(method="qlora", micro_batch=4, profile="fused"), "RTX 4090", 1),
+        (job(method="qlora", micro_batch=4), "L40S", 1),
+        (job(method="full", micro_batch=4), "A100-80GB", 4),
+        (job(method="full", micro_batch=4), "H200-141GB", 2),
+        (job(method="full", micro_batch=4), "B200", 1),
+        (job("Llama-3.1-70B", "qlora"), "A100-80GB", 1),
+        (job("Llama-3.1-70B", "qlora"), "L40S", 2),
+        (job("Llama-3.1-70B", "qlora"), "RTX 4090", 4),
+    ],
+)
+def test_minimum_gpu_counts_match_the_worked_examples(
+    w: Workload, gpu_id: str, expected: int
+) -> None:
+    assert min_gpus(w, gpu(gpu_id)).n_gpus == expected
+
+
+@pytest.mark.parametrize(
+    ("w", "gpu_id", "form_factor", "n", "hours"),
+    [
+        (job(method="qlora", tokens="50M"), "RTX 4090", None, 1, 11.8),
+        (job(method="qlora", tokens="50M"), "A100-80GB", "SXM", 1, 6.3),
+        (job(method="qlora", tokens="50M"), "H100-80GB", "SXM", 1, 2.3),
+        (job(method="lora", tokens="100M"), "H100-80GB", "SXM", 1, 3.7),
+        (job("Llama-3.1-70B", "full", seq_len=4096, tokens="100M"), "B200", None, 8, 3.35),
+        (job("Llama-3.1-70B", "full", seq_len=4096, tokens="100M"), "H100-80GB", "SXM", 24, 2.3),
+    ],
+)
+def test_hours_match_the_worked_time_examples(
+    w: Workload, gpu_id: str, form_factor: str | None, n: int, hours: float
+) -> None:
+    estimate = estimate_hours(w, gpu(gpu_id, form_factor), n)
+    assert estimate is not None
+    assert estimate.hours - FIXED_HOURS == pytest.approx(hours, rel=0.03)
+    assert (estimate.low, estimate.high) == pytest.approx(
+        (0.7 * estimate.hours, 1.3 * estimate.hours)
+    )
+
+
+def test_flops_per_token_of_an_eight_b_lora_job_match_the_note() -> None:
+    assert flops_per_token(job(method="lora")) == pytest.approx(5.06e10, rel=0.005)
+
+
+# --- architectures -----------------------------------------------------------------------------
+
+LLAMA_31_8B_CONFIG = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_hidden_layers": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "tie_word_embeddings": False,
+    "model_type": "llama",
+}
+
+
+@pytest.mark.parametrize("arch", known_models(), ids=lambda a: a.name)
+def test_each_known_model_has_its_published_parameter_count(arch: Any) -> None:
+    published = float(next(r for r in _models_rows() if r["name"] == arch.name)["params_b"])
+    assert arch.params_b == pytest.approx(published, rel=0.01)
+
+
+def _models_rows() -> list[dict[str, str]]:
+    from importlib import resources
+
+    text = resources.files("pipeline.data").joinpath("models.csv").read_text()
+    return list(csv.DictReader(text.splitlines()))
+
+
+def test_the_issue_lists_models_are_all_known() -> None:
+    for name in (
+        "Llama-2-7B",
+        "Llama-2-13B",
+        "Llama-3.1-8B",
+        "Llama-3.1-70B",
+        "Llama-3.2-3B",
+        "Mistral-7B",
+        "Qwen2.5-7B",
+        "Qwen2.5-14B",
+        "Qwen2.5-72B",
+    ):
+        assert lookup_model(name).name == name
+
+
+def test_hugging_face_ids_and_instruct_names_resolve_to_the_base_model() -> None:
+    assert lookup_model("meta-llama/Meta-Llama-3.1-8B-Instruct").name == "Llama-3.1-8B"
+    assert lookup_model("qwen2.5-7b-instruct").name == "Qwen2.5-7B"
+
+
+def test_a_config_json_gives_the_same_shape_as_the_table() -> None:
+    arch = from_config(LLAMA_31_8B_CONFIG)
+    assert arch.params == pytest.approx(lookup_model("Llama-3.1-8B").params)
+    assert arch.name == "llama"
+
+
+def test_the_fallback_architecture_adds_up_to_the_requested_size() -> None:
+    for params_b in (0.5, 3.0, 7.0, 13.0, 34.0, 70.0, 180.0):
+        arch = fallback_architecture(params_b)
+        assert arch.linear_params + arch.other_params == pytest.approx(params_b * 1e9, rel=1e-9)
+        assert arch.layers == next(n for limit, n in FALLBACK_LAYERS if params_b <= limit)
+        assert arch.kv_heads * 4 == arch.heads
+
+
+def test_qlora_keeps_embeddings_in_sixteen_bit() -> None:
+    w = job(method="qlora")
+    weights = estimate_memory(w).breakdown.weights * GIB - 4 * w.arch.lora_params(16)
+    expected = w.arch.linear_params * 4.127 / 8 + 2 * w.arch.other_params
+    assert weights == pytest.approx(expected)
+    assert w.arch.other_params == pytest.approx(1.05e9, rel=0.01)
+
+
+# --- breakdown, sharding and fit ---------------------------------------------------------------
+
+
+def test_breakdown_adds_up_to_the_total() -> None:
+    for n in (1, 2, 8, 64):
+        memory = estimate_memory(job(method="full"), n)
+        assert memory.breakdown.total == pytest.approx(memory.per_gpu_gib)
+
+
+def test_full_fine_tuning_on_several_gpus_shards_with_zero3() -> None:
+    one, eight = estimate_memory(job(method="full"), 1), estimate_memory(job(method="full"), 8)
+    assert (one.sharding, eight.sharding) == ("none", "zero3")
+    assert eight.breakdown.optimizer == pytest.approx(one.breakdown.optimizer / 8)
+    assert eight.breakdown.activations == one.breakdown.activations
+
+
+def test_an_infeasible_job_says_why_and_what_would_make_it_fit() -> None:
+    fit = min_gpus(job(method="lora", seq_len=131072), gpu("RTX 4090"))
+    assert fit.n_gpus is None
+    assert "activations and logits alone" in (fit.reason or "")
+    assert fit.suggestions and all("RTX 4090" in s for s in fit.suggestions)
+
+
+def test_a_bf16_job_cannot_run_on_a_t4_but_an_fp16_one_can() -> None:
+    bf16 = min_gpus(job(), gpu("T4"))
+    assert bf16.n_gpus is None and "no BF16" in (bf16.reason or "")
+    assert bf16.suggestions == ("precision fp16: 2 × T4",)
+    assert min_gpus(job(precision="fp16"), gpu("T4")).n_gpus == 2
+
+
+def test_an_mi250_offer_counts_as_two_64_gb_devices() -> None:
+    mi250 = gpu("MI250")
+    assert (mi250.vram_gb, mi250.devices_per_gpu) == (64, 2)
+    (quote,) = rank_offers(QLORA_70B, [offer("MI250", 1, 2.0)], CATALOG).quotes
+    hours = estimate_hours(QLORA_70B, mi250, 2)
+    assert quote.gpus == 1 and hours is not None and quote.hours == hours.hours
+
+
+def test_gpu_counts_are_one_two_four_then_multiples_of_eight() -> None:
+    assert GPU_COUNTS[:5] == (1, 2, 4, 8, 16)
+    assert GPU_COUNTS[-1] == 1024 and all(n % 8 == 0 for n in GPU_COUNTS[3:])
+
+
+# --- properties ---------------------------------------------------------------------------------
+
+MODELS = st.sampled_from([m.name for m in known_models()])
+METHODS = st.sampled_from(["full", "lora", "qlora"])
+PROFILES = st.sampled_from(["hf", "fused"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(MODELS, METHODS, PROFILES, st.booleans(), st.integers(1, 65536), st.integers(1, 65536))
+def test_memory_grows_with_sequence_length(
+    model: str, method: str, profile: str, ckpt: bool, s1: int, s2: int
+) -> None:
+    short, long = sorted((s1, s2))
+    w = job(model, method, profile=profile, grad_ckpt=ckpt, seq_len=short)
+    assert estimate_memory(w).per_gpu_gib <= estimate_memory(replace(w, seq_len=long)).per_gpu_gib
+    if short < long:
+        assert (
+            estimate_memory(w).per_gpu_gib < estimate_memory(replace(w, seq_len=long)).per_gpu_gib
+        )
+
+
+@settings(max_examples=60, deadline=None)
+@given(MODELS, METHODS, st.integers(1, 64), st.integers(1, 64), st.sampled_from(GPU_COUNTS[:6]))
+def test_memory_grows_with_micro_batch(model: str, method: str, b1: int, b2: int, n: int) -> None:
+    small, large = sorted((b1, b2))
+    w = job(model, method, micro_batch=small)
+    before, after = estimate_memory(w, n), estimate_memory(replace(w, micro_batch=large), n)
+    assert before.per_gpu_gib < after.per_gpu_gib or small == large
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(["full", "lora"]), st.floats(0.1, 1000), st.floats(0.1, 1000))
+def test_memory_grows_with_parameters(method: str, p1: float, p2: float) -> None:
+    small, large = sorted((p1, p2))
+    before = estimate_memory(Workload.build(params_b=small, method=method))  # type: ignore[arg-type]
+    after = estimate_memory(Workload.build(params_b=large, method=method))  # type: ignore[arg-type]
+    assert before.per_gpu_gib < after.per_gpu_gib or small == large
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(FALLBACK_LAYERS), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_qlora_memory_grows_with_parameters_within_a_size_bucket(
+    bucket: tuple[float, int], f1: float, f2: float
+) -> None:
+    # Across a bucket edge the fallback re-shapes the model (more layers, narrower), which moves
+    # parameters from 16-bit embeddings into 4-bit layers; the comparison is only fair within one.
+    limit = min(bucket[0], 2000.0)
+    low = max([edge for edge, _ in FALLBACK_LAYERS if edge < limit], default=0.0)
+    sizes = sorted(low + (limit - low) * f for f in (f1, f2))
+    small, large = (max(s, low + 1e-3) for s in sizes)
+    before = estimate_memory(Workload.build(params_b=small, method="qlora"))
+    after = estimate_memory(Workload.build(params_b=large, method="qlora"))
+    assert before.per_gpu_gib <= after.per_gpu_gib
+
+
+@settings(max_examples=60, deadline=None)
+@given(MODELS, st.sampled_from(["lora", "qlora"]), st.integers(1, 1024), st.integers(1, 1024))
+def test_memory_grows_with_lora_rank(model: str, method: str, r1: int, r2: int) -> None:
+    small, large = sorted((r1, r2))
+    w = job(model, method, lora_rank=small)
+    before, after = estimate_memory(w), estimate_memory(replace(w, lora_rank=large))
+    assert before.per_gpu_gib < after.per_gpu_gib or small == large
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    MODELS,
+    st.sampled_from(GPU_COUNTS),
+    st.sampled_from(GPU_COUNTS),
+    PROFILES,
+    st.sampled_from(["adamw", "adamw_8bit"]),
+)
+def test_more_gpus_never_raise_per_gpu_memory_for_full_fine_tuning(
+    model: str, n1: int, n2: int, profile: str, optimizer: str
+) -> None:
+    few, many = sorted((n1, n2))
+    w = job(model, "full", profile=profile, optimizer=optimizer)
+    assert estimate_memory(w, many).per_gpu_gib <= estimate_memory(w, few).per_gpu_gib
+
+
+@settings(max_examples=60, deadline=None)
+@given(MODELS, st.integers(128, 32768), st.integers(1, 16), st.sampled_from(GPU_COUNTS[:8]))
+def test_qlora_needs_less_than_lora_which_needs_less_than_full(
+    model: str, seq_len: int, micro_batch: int, n: int
+) -> None:
+    def gib(method: str) -> float:
+        return estimate_memory(
+            job(model, method, seq_len=seq_len, micro_batch=micro_batch), n
+        ).per_gpu_gib
+
+    assert gib("qlora") < gib("lora") < gib("full")
+
+
+# --- ranking ------------------------------------------------------------------------------------
+
+
+def offer(gpu_id: str | None, count: int, price: float, **extra: Any) -> dict[str, Any]:
+    row = {
+        "provider": "test",
+        "offer_id": f"{gpu_id}-{count}-{price}-{extra.get('pricing', 'on_demand')}",
+        "gpu": gpu_id,
+        "gpu_raw": gpu_id or extra.pop("gpu_raw", "Mystery GPU"),
+        "form_factor": None,
+        "gpu_count": count,
+        "pricing": "on_demand",
+        "price_per_hour": price,
+        "price_per_gpu_hour": price / count,
+        "available": True,
+    }
+    return {**row, **extra}
+
+
+QLORA_70B = job("Llama-3.1-70B", "qlora", tokens="50M")
+
+
+def test_offers_are_ranked_by_total_cost_not_by_price_per_hour() -> None:
+    cheap_slow = offer("A100-80GB", 2, 1.6, form_factor="SXM")
+    dear_fast = offer("H100-80GB", 8, 15.47, form_factor="SXM")
+    ranking = rank_offers(QLORA_70B, [cheap_slow, dear_fast], CATALOG)
+    assert [q.offer["gpu"] for q in ranking.quotes] == ["H100-80GB", "A100-80GB"]
+    assert ranking.quotes[0].hours < ranking.quotes[1].hours
+
+
+def test_cost_is_the_offer_price_times_hours_with_a_thirty_percent_band() -> None:
+    (quote,) = rank_offers(
+        QLORA_70B, [offer("H100-80GB", 8, 15.47, form_factor="SXM")], CATALOG
+    ).quotes
+    assert quote.cost_usd == pytest.approx(15.47 * quote.hours)
+    assert quote.cost_range_usd == pytest.approx((0.7 * quote.cost_usd, 1.3 * quote.cost_usd))
+    assert quote.gpus == 8 and 0 < quote.headroom < 1
+
+
+def test_a_single_24_gb_gpu_is_skipped_for_a_70b_qlora_job_with_the_count_it_needs() -> None:
+    ranking = rank_offers(
+        QLORA_70B, [offer("RTX 4090", 1, 0.3), offer("RTX 4090", 1, 0.4)], CATALOG
+    )
+    assert ranking.quotes == []
+    (group,) = ranking.skipped
+    assert (group.gpu, group.offers) == ("RTX 4090", 2)
+    assert "needs at least 4 × RTX 4090" in group.reason
+
+
+def test_equal_costs_rank_the_faster_offer_first_then_the_one_with_more_headroom() -> None:
+    w = job("Llama-3.1-8B", "qlora", tokens="50M")
+    h100_hours = (
+        rank_offers(w, [offer("H100-80GB", 1, 1.0, form_factor="SXM")], CATALOG).quotes[0].hours
+    )
+    a100_hours = (
+        rank_offers(w, [offer("A100-80GB", 1, 1.0, form_factor="SXM")], CATALOG).quotes[0].hours
+    )
+    # price × hours is then a100_hours × h100_hours for both: exactly the same cost
+    a100 = offer("A100-80GB", 1, h100_hours, form_factor="SXM")
+    h100 = offer("H100-80GB", 1, a100_hours, form_factor="SXM")
+    ranking = rank_offers(w, [a100, h100], CATALOG)
+    assert ranking.quotes[0].cost_usd == ranking.quotes[1].cost_usd
+    assert [q.offer["gpu"] for q in ranking.quotes] == ["H100-80GB", "A100-80GB"]
+    # same GPU speed and price, more memory: the H200 has more headroom
+    h100 = offer("H100-80GB", 1, 2.0, form_factor="SXM")
+    h200 = offer("H200-141GB", 1, 2.0, form_factor="SXM")
+    ranking = rank_offers(w, [h100, h200], CATALOG)
+    assert [q.offer["gpu"] for q in ranking.quotes] == ["H200-141GB", "H100-80GB"]
+
+
+def test_spot_offers_are_left_out_unless_asked_for_and_then_carry_their_risk() -> None:
+    offers = [
+        offer("H100-80GB", 8, 9.6, pricing="spot", form_factor="SXM"),
+        offer("H100-80GB", 8, 15.47, form_factor="SXM"),
+    ]
+    without = rank_offers(QLORA_70B, offers, CATALOG)
+    assert [q.offer["pricing"] for q in without.quotes] == ["on_demand"]
+    assert without.quotes[0].interruption_risk is None
+    assert "spot" in without.skipped[0].reason
+    with_spot = rank_offers(QLORA_70B, offers, CATALOG, include_spot=True)
+    assert [q.offer["pricing"] for q in with_spot.quotes] == ["spot", "on_demand"]
+    assert with_spot.quotes[0].interruption_risk == SPOT_RISK
+
+
+def test_bf16_jobs_skip_v100_and_t4_offers_and_fp16_jobs_run_there_without_flash_attention() -> (
+    None
+):
+    w = job("Llama-3.2-3B", "qlora", tokens="10M")
+    offers = [offer("T4", 4, 1.0), offer("V100-32GB", 1, 0.5, form_factor="SXM")]
+    ranking = rank_offers(w, offers, CATALOG)
+    assert ranking.quotes == []
+    assert {s.reason for s in ranking.skipped} == {
+        "T4 has no BF16; use precision fp16",
+        "V100-32GB has no BF16; use precision fp16",
+    }
+    fp16 = rank_offers(replace(w, precision="fp16"), offers, CATALOG)
+    assert len(fp16.quotes) == 2
+    assert any("FlashAttention" in note for q in fp16.quotes for note in q.notes)
+
+
+def test_unknown_gpus_and_gpus_without_published_tflops_are_skipped_with_reasons() -> None:
+    offers = [
+        offer(None, 1, 1.0, gpu_raw="RTX 4090D"),
+        offer(None, 2, 1.0, gpu_raw="RTX 4090D"),
+        offer("B300", 8, 50.0),
+    ]
+    ranking = rank_offers(QLORA_70B, offers, CATALOG)
+    reasons = {(s.gpu, s.offers): s.reason for s in ranking.skipped}
+    assert "not in the catalog" in reasons[("RTX 4090D", 2)]
+    assert "no published dense TFLOPs" in reasons[("B300", 1)]
+
+
+def test_an_offer_without_form_factor_is_timed_as_the_slower_variant_and_says_so() -> None:
+    vague = rank_offers(QLORA_70B, [offer("H100-80GB", 8, 15.0)], CATALOG).quotes[0]
+    sxm = rank_offers(QLORA_70B, [offer("H100-80GB", 8, 15.0, form_factor="SXM")], CATALOG).quotes[
+        0
+    ]
+    assert vague.hours > sxm.hours
+    assert "assumed PCIe" in vague.notes[0]
+
+
+def test_max_hours_and_max_cost_leave_out_offers_with_a_reason() -> None:
+    offers = [
+        offer("A100-80GB", 2, 1.6, form_factor="SXM"),
+        offer("H100-80GB", 8, 15.47, form_factor="SXM"),
+    ]
+    fast = rank_offers(QLORA_70B, offers, CATALOG, max_hours=10)
+    assert [q.offer["gpu"] for q in fast.quotes] == ["H100-80GB"]
+    assert "max_hours" in fast.skipped[0].reason
+    cheap = rank_offers(QLORA_70B, offers, CATALOG, max_cost_usd=44)
+    assert [q.offer["gpu"] for q in cheap.quotes] == ["H100-80GB"]
+
+
+def test_top_returns_the_head_of_the_full_ranking() -> None:
+    offers = [offer("A100-80GB", 2, 1.0 + i / 10, form_factor="SXM") for i in range(20)]
+    full = rank_offers(QLORA_70B, offers, CATALOG)
+    head = rank_offers(QLORA_70B, offers, CATALOG, top=3)
+    assert [q.offer["offer_id"] for q in head.quotes] == [
+        q.offer["offer_id"] for q in full.quotes[:3]
+    ]
+    assert head.feasible == full.feasible == 20
+
+
+def test_ranking_needs_a_token_count() -> None:
+    with pytest.raises(WorkloadError, match="tokens"):
+        rank_offers(job(), [], CATALOG)
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"tokens": -1}, "tokens"),
+        ({"tokens": "-5M"}, "tokens"),
+        ({"tokens": "lots"}, "tokens"),
+        ({"tokens": 0}, "tokens"),
+        ({"lora_rank": 0}, "lora_rank"),
+        ({"seq_len": 0}, "seq_len"),
+        ({"micro_batch": 0}, "micro_batch"),
+        ({"optimizer": "sgd"}, "optimizer"),
+        ({"precision": "fp8"}, "precision"),
+        ({"profile": "magic"}, "profile"),
+        ({"pure_bf16": True, "precision": "fp16"}, "pure_bf16"),
+    ],
+)
+def test_impossible_workloads_raise_an_error_naming_the_field(
+    options: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(WorkloadError) as info:
+        job(**options)
+    assert info.value.field == field
+    assert str(info.value).startswith(f"{field}:")
+    assert isinstance(info.value, PipelineError)
+
+
+@pytest.mark.parametrize("params_b", [0, -7, math.nan, math.inf])
+def test_a_model_size_must_be_positive_and_finite(params_b: float) -> None:
+    with pytest.raises(WorkloadError) as info:
+        Workload.build(params_b=params_b, method="lora")
+    assert info.value.field == "params_b"
+
+
+def test_an_unknown_model_name_suggests_the_closest_known_ones() -> None:
+    with pytest.raises(WorkloadError) as info:
+        job("Llama-3.1-7B")
+    assert info.value.field == "model"
+    assert "Llama-3.1-8B" in info.value.closest
+    assert "closest: " in str(info.value)
+
+
+def test_a_workload_needs_exactly_one_model_source() -> None:
+    with pytest.raises(WorkloadError, match="exactly one"):
+        Workload.build(model="Llama-3.1-8B", params_b=8, method="lora")
+    with pytest.raises(WorkloadError, match="exactly one"):
+        Workload.build(method="lora")
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"hidden_size": 4096}, "missing"),
+        ({**LLAMA_31_8B_CONFIG, "num_local_experts": 8}, "mixture-of-experts"),
+        ({**LLAMA_31_8B_CONFIG, "hidden_size": 0}, "positive integer"),
+        ({**LLAMA_31_8B_CONFIG, "num_attention_heads": 30}, "divide"),
+    ],
+)
+def test_an_unusable_config_json_is_rejected_naming_config(
+    config: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(WorkloadError, match=message) as info:
+        Workload.build(config=config, method="lora")
+    assert info.value.field == "config"
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [("50M", 50_000_000), ("1.5B", 1_500_000_000), ("200k", 200_000), ("2e8", 200_000_000), (7, 7)],
+)
+def test_token_counts_accept_suffixes(text: str | int, tokens: int) -> None:
+    assert parse_tokens(text) == tokens
+
+
+def test_memory_on_zero_gpus_is_refused() -> None:
+    with pytest.raises(WorkloadError, match="gpus"):
+        estimate_memory(job(), 0)

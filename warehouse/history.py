@@ -1,0 +1,175 @@
+"""Price history over the per-snapshot summaries, "as of" snapshot times, pruning and exports.
+
+Bucket statistics (see warehouse/README.md): with one snapshot in a bucket they are that
+snapshot's exact min / p25 / median / max over listed offers. With several, min and max are the
+extremes over the snapshots, p25 and median the medians of the snapshots' p25 and median, and
+`offers` / `available` the mean count per snapshot, rounded. A bucket without a good snapshot
+(provider down) has no row: a gap, never a zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+__all__ = [
+    "HistoryFilters",
+    "copy_partitioned_parquet",
+    "default_since",
+    "history_sql",
+    "export_query",
+    "price_history",
+    "prune_before",
+    "snapshot_times",
+]
+
+BUCKETS = {"1h": "1 hour", "6h": "6 hours", "1d": "1 day", "1w": "1 week"}
+"""Supported intervals; weeks start on Monday (DuckDB's time_bucket origin 2000-01-03)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryFilters:
+    gpus: frozenset[str]
+    interval: str
+    since: datetime
+    until: datetime
+    providers: frozenset[str] | None = None
+    pricing: str | None = None
+    region: str | None = None
+
+
+def _summaries_from_raw(region_filter: str) -> str:
+    """Per-snapshot summaries rebuilt from raw observations, for filters summaries lack."""
+    return f"""
+        SELECT run_id, provider, observed_at, gpu, pricing,
+               min(price_per_gpu_hour) AS min_price,
+               quantile_cont(price_per_gpu_hour, 0.25) AS p25_price,
+               quantile_cont(price_per_gpu_hour, 0.5) AS median_price,
+               max(price_per_gpu_hour) AS max_price,
+               count(*) AS offer_count,
+               count(*) FILTER (WHERE available) AS available_count
+        FROM offer_observations
+        WHERE gpu IS NOT NULL AND {region_filter}
+        GROUP BY run_id, provider, observed_at, gpu, pricing
+    """
+
+
+def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[dict[str, Any]]:
+    """One row per (gpu, provider, pricing, bucket) that has at least one good snapshot."""
+    sql, params = history_sql(f)
+    cursor = conn.execute(sql, params)
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def history_sql(f: HistoryFilters) -> tuple[str, list[Any]]:
+    params: list[Any] = []
+    if f.region is None:
+        source = "price_summaries"
+    else:
+        source = f"({_summaries_from_raw('contains(lower(region), lower(?))')})"
+        params.append(f.region)
+    where = ["gpu IN (SELECT unnest(?))", "observed_at >= ?", "observed_at < ?"]
+    params += [sorted(f.gpus), f.since, f.until]
+    if f.providers is not None:
+        where.append("provider IN (SELECT unnest(?))")
+        params.append(sorted(f.providers))
+    if f.pricing is not None:
+        where.append("pricing = ?")
+        params.append(f.pricing)
+    sql = f"""
+        SELECT gpu, provider, pricing,
+               time_bucket(INTERVAL '{BUCKETS[f.interval]}', observed_at) AS t,
+               min(min_price) AS min, median(p25_price) AS p25,
+               median(median_price) AS median, max(max_price) AS max,
+               CAST(round(avg(offer_count)) AS INTEGER) AS offers,
+               CAST(round(avg(available_count)) AS INTEGER) AS available,
+               count(*) AS snapshots
+        FROM {source} AS s
+        WHERE {" AND ".join(where)}
+        GROUP BY ALL
+        ORDER BY gpu, provider, pricing, t
+    """
+    return sql, params
+
+
+def snapshot_times(conn: duckdb.DuckDBPyConnection, as_of: datetime) -> list[dict[str, Any]]:
+    """Each provider's last good snapshot at or before `as_of`: run, observed time, size."""
+    cursor = conn.execute(
+        """
+        SELECT provider, run_id, observed_at, offer_count
+        FROM collection_runs WHERE status = 'ok' AND observed_at <= ?
+        QUALIFY row_number() OVER (
+            PARTITION BY provider ORDER BY observed_at DESC, finished_at DESC
+        ) = 1
+        ORDER BY provider
+        """,
+        [as_of],
+    )
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def prune_before(conn: duckdb.DuckDBPyConnection, cutoff: datetime) -> dict[str, int]:
+    """Delete raw observations and quarantined records observed before `cutoff`.
+
+    Their summaries stay: they were written in the same transaction as the snapshot.
+    """
+    deleted = {}
+    for table in ("offer_observations", "quarantine"):
+        row = conn.execute(f"DELETE FROM {table} WHERE observed_at < ?", [cutoff]).fetchone()
+        deleted[table] = int(row[0]) if row else 0
+    return deleted
+
+
+def export_query(
+    conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any], target: Path, fmt: str
+) -> None:
+    """Write the result of `sql` to `target` as CSV (header, ISO times) or Parquet."""
+    options = (
+        "FORMAT csv, HEADER true, TIMESTAMPFORMAT '%Y-%m-%dT%H:%M:%S.%fZ'"
+        if fmt == "csv"
+        else "FORMAT parquet, COMPRESSION zstd"
+    )
+    conn.execute(f"COPY ({sql}) TO '{_quoted(target)}' ({options})", params)
+
+
+def copy_partitioned_parquet(
+    conn: duckdb.DuckDBPyConnection, since: datetime, until: datetime, target: Path
+) -> int:
+    """Raw observations in [since, until) as Hive-partitioned Parquet: date=YYYY-MM-DD/provider=."""
+    count = conn.execute(
+        "SELECT count(*) FROM offer_observations WHERE observed_at >= ? AND observed_at < ?",
+        [since, until],
+    ).fetchone()
+    conn.execute(
+        f"""
+        COPY (
+            SELECT *, strftime(observed_at, '%Y-%m-%d') AS date
+            FROM offer_observations WHERE observed_at >= ? AND observed_at < ?
+            ORDER BY observed_at
+        ) TO '{_quoted(target)}'
+        (FORMAT parquet, PARTITION_BY (date, provider), OVERWRITE_OR_IGNORE true)
+        """,
+        [since, until],
+    )
+    return int(count[0]) if count else 0
+
+
+def _quoted(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def default_since(interval: str, until: datetime) -> datetime:
+    """How far back history goes when `since` is not given: about a screen of points."""
+    span = {
+        "1h": timedelta(days=7),
+        "6h": timedelta(days=30),
+        "1d": timedelta(days=90),
+        "1w": timedelta(days=365),
+    }
+    return until - span[interval]
