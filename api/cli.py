@@ -21,6 +21,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from api import cli_history
+from api.cli_alerts import alerts_after_collection, alerts_app, print_webhook_results
 from api.cli_quote import quote
 from api.schemas import OfferOut
 from pipeline.collect import RunReport, run_collection
@@ -62,6 +63,16 @@ class SortKey(StrEnum):
 DbOption = Annotated[
     Path | None,
     typer.Option("--db", help="DuckDB file [env: GPUPRICES_DB; default data/gpuprices.duckdb]"),
+]
+
+
+CountryOption = Annotated[
+    list[str] | None,
+    typer.Option("--country", help="ISO 3166-1 alpha-2 code(s), repeatable or DE,FR"),
+]
+ContinentOption = Annotated[str | None, typer.Option("--continent", help="e.g. Europe")]
+JurisdictionOption = Annotated[
+    str | None, typer.Option("--jurisdiction", help="eea or eu (unknown country never matches)")
 ]
 
 
@@ -187,7 +198,10 @@ def collect(
         reports = run_collection(
             names, warehouse, observed_at=observed_at, replays=replays, progress=on_stage
         )
+        progress.stop()
+        webhooks = alerts_after_collection(warehouse, settings)
     err.print(_report_table(reports))
+    print_webhook_results(webhooks)
     for report in reports:
         for reject in report.rejects:
             err.print(
@@ -227,6 +241,9 @@ def offers(
     as_of: Annotated[
         str | None, typer.Option("--as-of", help="ISO 8601: the offers as they stood then")
     ] = None,
+    country: CountryOption = None,
+    continent: ContinentOption = None,
+    jurisdiction: JurisdictionOption = None,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,
@@ -243,6 +260,9 @@ def offers(
         sort=sort.value,  # type: ignore[arg-type]
         limit=limit,
         as_of=cli_history.parse_time(as_of, "--as-of"),
+        countries=tuple(country or ()),
+        continent=continent,
+        jurisdiction=jurisdiction,
     )
     settings = _settings(db, config)
     with Warehouse.open(settings.db) as warehouse:
@@ -366,6 +386,7 @@ def serve(
         settings = settings.model_copy(update={"scheduler": False})
     warehouse = Warehouse.open(settings.db)  # fail here, with one line, if the file is held
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)  # our own run lines say enough
     try:
         uvicorn.run(
             create_app(settings, warehouse),
@@ -395,6 +416,9 @@ def history_command(
     region: Annotated[str | None, typer.Option(help="Part of the region text")] = None,
     since: Annotated[str | None, typer.Option(help="ISO 8601 start")] = None,
     until: Annotated[str | None, typer.Option(help="ISO 8601 end (default now)")] = None,
+    country: CountryOption = None,
+    continent: ContinentOption = None,
+    jurisdiction: JurisdictionOption = None,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,
@@ -410,6 +434,7 @@ def history_command(
         since,
         until,
         fmt.value,
+        location=(tuple(country or ()), continent, jurisdiction),
     )
 
 
@@ -436,6 +461,7 @@ def prune_cmd(db: DbOption = None, config: ConfigOption = None) -> None:
 
 
 app.command("quote")(quote)
+app.add_typer(alerts_app, name="alerts")
 
 
 def main() -> None:

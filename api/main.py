@@ -10,7 +10,18 @@ import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from api.routes import gpus, health, history, metrics, offers, providers, quotes
+from api.routes import (
+    alerts,
+    gpus,
+    health,
+    history,
+    metrics,
+    offers,
+    providers,
+    quotes,
+    regions,
+    web,
+)
 from pipeline.collect import utc_now
 from pipeline.errors import PipelineError
 from pipeline.schedule import Collector
@@ -71,6 +82,9 @@ def create_app(
     async def warehouse_error(_request: Request, exc: WarehouseError) -> JSONResponse:
         return JSONResponse(status_code=503, content={"detail": str(exc)})
 
-    for module in (quotes, offers, history, gpus, providers, metrics, health):
+    routers = (quotes, offers, history, gpus, providers, regions, metrics, health, alerts)
+    for module in routers:
         app.include_router(module.router)
+    app.include_router(web.router)
+    web.mount_static(app)
     return app

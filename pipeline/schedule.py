@@ -23,7 +23,9 @@ from apscheduler.events import (
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from pipeline.alerts import deliver_due, evaluate_alerts
 from pipeline.collect import run_collection, utc_now
+from pipeline.history import prune
 from pipeline.settings import Settings
 from scrapers import build_client
 from warehouse import Warehouse
@@ -33,6 +35,9 @@ __all__ = ["Collector", "collect_provider"]
 logger = logging.getLogger(__name__)
 
 FIRST_RUN_STAGGER = timedelta(seconds=2)
+PRUNE_EVERY = timedelta(days=1)
+FIRST_PRUNE_AFTER = timedelta(minutes=10)
+"""Retention runs daily, first a little after start-up (not in the way of the first collections)."""
 """Start-up runs are spread a little so that the providers are not all fetched at once."""
 
 
@@ -55,6 +60,17 @@ def collect_provider(
         client_factory=client_factory,
         should_stop=stop.is_set,
     )
+    evaluate_alerts(warehouse, settings, now())  # events go to the outbox; sent by `deliver`
+
+
+def prune_raw(
+    warehouse: Warehouse, settings: Settings, now: Callable[[], datetime], stop: threading.Event
+) -> None:
+    """The retention job: raw observations older than `settings.retention` go (summaries stay)."""
+    if stop.is_set():
+        return
+    deleted = prune(warehouse, now(), settings.retention)
+    logger.info("prune %s", " ".join(f"{table}={n}" for table, n in deleted.items()))
 
 
 class Collector:
@@ -109,6 +125,35 @@ class Collector:
                 replace_existing=True,
                 **(first_run if self._run_at_start else {}),
             )
+        # Webhooks go out on a worker of their own: a slow receiver never delays a collection.
+        self.scheduler.add_executor(ThreadPoolExecutor(max_workers=1), alias="webhooks")
+        self.scheduler.add_job(
+            deliver_due,
+            trigger="interval",
+            seconds=self.settings.webhook_poll.total_seconds(),
+            args=[self._warehouse, self.settings, self._now, self.stop.is_set],
+            id="deliver:webhooks",
+            name="deliver webhooks",
+            executor="webhooks",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=max(1, int(self.settings.webhook_poll.total_seconds())),
+            replace_existing=True,
+        )  # its first run, one poll after start-up, resumes what a stopped process left pending
+        self.scheduler.add_job(
+            prune_raw,
+            trigger="interval",
+            seconds=PRUNE_EVERY.total_seconds(),
+            args=[self._warehouse, self.settings, self._now, self.stop],
+            id="prune:raw",
+            name="prune raw observations",
+            executor="webhooks",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=int(PRUNE_EVERY.total_seconds()),
+            replace_existing=True,
+            next_run_time=self._now() + FIRST_PRUNE_AFTER,
+        )
         self.scheduler.start()
         logger.info("collection schedule started for %s", ", ".join(self.settings.providers))
 

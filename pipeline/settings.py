@@ -96,7 +96,7 @@ class Settings(BaseSettings):
         description="Provider keys by variable name (e.g. LAMBDA_API_KEY); the environment wins",
     )
     api_key: SecretStr | None = Field(
-        default=None, description="Bearer key required to manage alerts (reads stay open)"
+        default=None, min_length=1, description="Bearer key to manage alerts (reads stay open)"
     )
     allow_private_webhooks: bool = Field(
         default=False, description="Allow http and private/loopback webhook targets (local use)"

@@ -43,3 +43,20 @@ def test_a_failed_run_keeps_the_last_snapshot_but_marks_it_stale(warehouse, tmp_
     assert fresh.stale
     assert fresh.observed_at == OBSERVED_AT and fresh.offer_count == 13
     assert fresh.last_status == "failed" and "not JSON" in (fresh.last_error or "")
+
+
+def test_pruning_drops_old_raw_observations_but_history_keeps_them(warehouse):
+    from pipeline.history import HistoryQuery, price_history, prune
+
+    old = OBSERVED_AT - timedelta(days=120)
+    run_collection(["vastai"], warehouse, replays=VAST, now=lambda: old)
+    run_collection(["vastai"], warehouse, replays=VAST, now=lambda: OBSERVED_AT)
+    deleted = prune(warehouse, OBSERVED_AT, timedelta(days=90))
+    assert deleted["offer_observations"] == 13
+    with warehouse.cursor() as cur:
+        assert cur.execute("SELECT min(observed_at) FROM offer_observations").fetchone()[0] == (
+            OBSERVED_AT
+        )
+    query = HistoryQuery(gpu="A100-80GB", interval="1d", since=old - timedelta(days=1))
+    series = price_history(warehouse, query, OBSERVED_AT)["series"]
+    assert {len(s["points"]) for s in series} == {2}  # the pruned day is still in history

@@ -52,7 +52,7 @@ def test_jobs_are_configured_one_per_provider_without_overlap(warehouse, client_
     collector.start()
     jobs = {job.id: job for job in collector.scheduler.get_jobs()}
     collector.shutdown()
-    assert set(jobs) == {"collect:vastai", "collect:coreweave"}
+    assert set(jobs) == {"collect:vastai", "collect:coreweave", "deliver:webhooks", "prune:raw"}
     vast = jobs["collect:vastai"]
     assert vast.trigger.interval.total_seconds() == 600
     assert jobs["collect:coreweave"].trigger.interval.total_seconds() == 6 * 3600

@@ -1,0 +1,226 @@
+"""Rule evaluation after a collection: edge-triggered, with a hysteresis band and a cooldown.
+
+Each enabled rule is observed on the stored snapshots (each provider's latest successful run,
+so never a half-written one), then `decide` compares that with the rule's state:
+
+- price and workload rules fire when the value is at or below the threshold while armed, and
+  re-arm only once the value rose above threshold + band (or no offer matched at all);
+- availability rules fire when the GPU is available at a place (provider/region) not seen
+  available at the previous evaluation;
+- within `cooldown` of the last fire a rule does not fire; the event is kept for later (it fires
+  at the first evaluation after the cooldown if the condition still holds), never repeated.
+
+A new rule has no state, so a condition that already holds fires at its first evaluation. New
+states and events are written in one transaction; evaluations in one process never overlap.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from pipeline.alerts.events import EVENT_TYPES, event_body, new_delivery, offer_summary
+from pipeline.alerts.events import rule_summary as _rule_summary
+from pipeline.alerts.rules import AlertKind, AlertRule, rule_from_row
+from pipeline.catalog import Catalog, get_catalog
+from pipeline.errors import PipelineError
+from pipeline.freshness import provider_freshness
+from pipeline.offers import OfferQuery, current_offers
+from pipeline.settings import Settings
+from warehouse import Warehouse
+from warehouse import alerts as wa
+
+__all__ = ["Decision", "Observation", "decide", "evaluate_alerts", "observe"]
+
+logger = logging.getLogger(__name__)
+
+MAX_OFFERS_IN_EVENT = 5
+_EVALUATION = threading.Lock()
+"""One evaluation at a time per process (the scheduler runs providers in parallel)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    value: float | None
+    """Lowest price per GPU-hour, best total cost, or the number of places available."""
+    offers: list[dict[str, Any]] = field(default_factory=list)
+    """Matching offers, cheapest first."""
+    places: frozenset[str] = frozenset()
+    """Availability: `provider/region` of each place the GPU is available at."""
+    quote: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    state: wa.StateRow
+    fire: bool
+    new_places: tuple[str, ...] = ()
+
+
+def _place(offer: Mapping[str, Any]) -> str:
+    return f"{offer['provider']}/{offer.get('region') or '-'}"
+
+
+def observe(warehouse: Warehouse, rule: AlertRule, catalog: Catalog) -> Observation:
+    """What the stored data says now about the rule's condition."""
+    c = rule.condition
+    if c.kind is AlertKind.WORKLOAD:
+        from pipeline.alerts.workloads import best_quote
+
+        quote = best_quote(warehouse, c, catalog)
+        if quote is None:
+            return Observation(None)
+        summary = {
+            "gpus": quote.gpus,
+            "hours": quote.hours,
+            "cost_usd": quote.cost_usd,
+            "cost_range_usd": list(quote.cost_range_usd),
+        }
+        return Observation(quote.cost_usd, [dict(quote.offer)], quote=summary)
+    query = OfferQuery(
+        gpu=c.gpu,
+        providers=c.providers,
+        pricing=c.pricing,
+        region=c.region,
+        countries=c.countries,
+        continent=c.continent,
+        jurisdiction=c.jurisdiction,
+    )
+    offers = [
+        o
+        for o in current_offers(warehouse, query, catalog)
+        if c.min_gpu_count is None or o["gpu_count"] >= c.min_gpu_count
+    ]
+    if c.kind is AlertKind.AVAILABILITY:
+        places = frozenset(_place(o) for o in offers)
+        return Observation(float(len(places)), offers, places)
+    return Observation(offers[0]["price_per_gpu_hour"] if offers else None, offers)
+
+
+def _cooling(rule: AlertRule, state: wa.StateRow | None, now: datetime) -> bool:
+    last = state.last_fired_at if state else None
+    return last is not None and now - last < rule.cooldown
+
+
+def decide(
+    rule: AlertRule, state: wa.StateRow | None, seen: Observation, now: datetime
+) -> Decision:
+    """Whether the rule fires now, and its next state (pure)."""
+    cooling = _cooling(rule, state, now)
+    last_fired = state.last_fired_at if state else None
+    if rule.condition.kind is AlertKind.AVAILABILITY:
+        known = (
+            frozenset(orjson.loads(state.places_json))
+            if state and state.places_json
+            else (frozenset())
+        )
+        new = seen.places - known
+        fire = bool(new) and not cooling
+        keep = seen.places if fire else known & seen.places
+        next_state = wa.StateRow(
+            rule.rule_id,
+            True,
+            seen.value,
+            orjson.dumps(sorted(keep)).decode(),
+            now if fire else last_fired,
+            now,
+        )
+        return Decision(next_state, fire, tuple(sorted(new)) if fire else ())
+    threshold = rule.condition.threshold
+    assert threshold is not None, "validated rules of this kind have a threshold"
+    armed = state.armed if state else True
+    if not armed and (seen.value is None or seen.value > threshold + rule.band):
+        armed = True
+    holds = seen.value is not None and seen.value <= threshold
+    fire = holds and armed and not cooling
+    next_state = wa.StateRow(
+        rule.rule_id, armed and not fire, seen.value, None, now if fire else last_fired, now
+    )
+    return Decision(next_state, fire)
+
+
+def _event_data(
+    rule: AlertRule,
+    state: wa.StateRow | None,
+    seen: Observation,
+    decision: Decision,
+    stale: Mapping[str, bool],
+) -> dict[str, Any]:
+    offers = seen.offers
+    threshold = rule.condition.threshold
+    if decision.new_places:
+        cheapest: dict[str, dict[str, Any]] = {}
+        for offer in offers:
+            if _place(offer) in decision.new_places:
+                cheapest.setdefault(_place(offer), offer)
+        offers = list(cheapest.values())
+    elif rule.condition.kind is AlertKind.PRICE and threshold is not None:
+        offers = [o for o in offers if o["price_per_gpu_hour"] <= threshold]
+    shown = [offer_summary(o, stale.get(o["provider"], True)) for o in offers[:MAX_OFFERS_IN_EVENT]]
+    data: dict[str, Any] = {
+        "rule": _rule_summary(rule),
+        "value": seen.value,
+        "previous_value": state.last_value if state else None,
+        "threshold": threshold,
+        "offer": shown[0] if shown else None,
+        "offers": shown,
+        "observed_at": max((o["observed_at"] for o in shown), default=None),
+        "stale": any(o["stale"] for o in shown),
+    }
+    if decision.new_places:
+        data["places"] = list(decision.new_places)
+    if seen.quote is not None:
+        data["quote"] = seen.quote
+    return data
+
+
+def evaluate_alerts(
+    warehouse: Warehouse, settings: Settings, now: datetime, catalog: Catalog | None = None
+) -> list[str]:
+    """Evaluate every enabled rule on the stored data; store the events; return their ids."""
+    cat = catalog or get_catalog()
+    with _EVALUATION:
+        with warehouse.cursor() as cur:
+            rules = [rule_from_row(row) for row in wa.list_rules(cur, enabled_only=True)]
+            states = wa.rule_states(cur)
+        if not rules:
+            return []
+        stale = {f.provider: f.stale for f in provider_freshness(warehouse, settings, now)}
+        decisions: list[tuple[wa.StateRow, wa.DeliveryRow | None]] = []
+        for rule in rules:
+            try:
+                seen = observe(warehouse, rule, cat)
+            except PipelineError as exc:
+                logger.warning("alert %s not evaluated: %s", rule.rule_id, exc)
+                continue
+            state = states.get(rule.rule_id)
+            decision = decide(rule, state, seen, now)
+            delivery = None
+            if decision.fire:
+                data = _event_data(rule, state, seen, decision, stale)
+                body = event_body(EVENT_TYPES[rule.condition.kind], now, data)
+                delivery = new_delivery(rule.rule_id, EVENT_TYPES[rule.condition.kind], body, now)
+            decisions.append((decision.state, delivery))
+        with warehouse.transaction() as conn:
+            live = {row.rule_id for row in wa.list_rules(conn, enabled_only=True)}
+            for next_state, delivery in decisions:
+                if next_state.rule_id not in live:
+                    continue  # deleted or disabled while we looked
+                wa.save_state(conn, next_state)
+                if delivery is not None:
+                    wa.insert_delivery(conn, delivery)
+    fired = [d for _, d in decisions if d is not None and d.rule_id in live]
+    for delivery in fired:
+        logger.info(
+            "alert fired rule=%s event=%s delivery=%s",
+            delivery.rule_id,
+            delivery.event_type,
+            delivery.delivery_id,
+        )
+    return [d.delivery_id for d in fired]

@@ -1,0 +1,119 @@
+"""Helpers for the alert tests: a real webhook receiver on 127.0.0.1, and moved Vast.ai prices."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import orjson
+
+from tests.conftest import FIXTURES
+
+H100_OFFER_ID = 24581137
+H100_GPUS = 8
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b"ok"
+    hang: bool = False
+    """Never answer (until the receiver closes)."""
+
+
+@dataclass(frozen=True)
+class Received:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+class Receiver:
+    """Answers POSTs from a script (then `default`), recording every request it got."""
+
+    def __init__(self, answers: list[Answer] | None = None, default: Answer | None = None):
+        self.answers = list(answers or [])
+        self.default = default or Answer()
+        self.requests: list[Received] = []
+        self.released = threading.Event()
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length)
+                with receiver._lock:
+                    receiver.requests.append(
+                        Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                    )
+                    answer = receiver.answers.pop(0) if receiver.answers else receiver.default
+                if answer.hang:
+                    receiver.released.wait(timeout=30)
+                    return
+                self.send_response(answer.status)
+                for name, value in answer.headers.items():
+                    self.send_header(name, value)
+                self.send_header("content-length", str(len(answer.body)))
+                self.end_headers()
+                self.wfile.write(answer.body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+    def ids(self) -> list[str]:
+        return [r.headers["webhook-id"] for r in self.requests]
+
+
+@contextmanager
+def receiving(answers: list[Answer] | None = None, default: Answer | None = None) -> Iterator[
+    Receiver
+]:
+    receiver = Receiver(answers, default)
+    thread = threading.Thread(target=receiver.server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield receiver
+    finally:
+        receiver.released.set()
+        receiver.server.shutdown()
+        receiver.server.server_close()
+        thread.join(timeout=5)
+
+
+def vast_bundles(tmp_path: Path, h100_price_per_gpu_hour: float, name: str = "") -> Path:
+    """A copy of the Vast.ai fixture whose H100 offer costs this much per GPU-hour on demand."""
+    body = orjson.loads((FIXTURES / "vastai_bundles.json").read_bytes())
+    for offer in body["offers"]:
+        if offer["id"] == H100_OFFER_ID:
+            offer["dph_base"] = h100_price_per_gpu_hour * H100_GPUS
+    path = tmp_path / f"vast-{name or h100_price_per_gpu_hour}.json"
+    path.write_bytes(orjson.dumps(body))
+    return path
+
+
+class Clock:
+    """A clock the test moves; starts near the real time, as receivers check timestamps."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, delta: timedelta) -> datetime:
+        self.now += delta
+        return self.now

@@ -1,0 +1,149 @@
+"""Evaluation on stored snapshots: availability and workload rules, filters, stale flags."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import orjson
+import pytest
+
+from pipeline.alerts import (
+    AlertKind,
+    AlertSpec,
+    Condition,
+    create_alert,
+    evaluate_alerts,
+    get_alert,
+)
+from pipeline.collect import run_collection
+from pipeline.settings import Settings
+from scrapers.models import Pricing
+from tests.conftest import FIXTURES
+from tests.pipeline.alerts_receiver import Clock, vast_bundles
+from warehouse import alerts as wa
+
+URL = "http://127.0.0.1:9/hook"
+
+
+@pytest.fixture
+def clock():
+    return Clock(datetime(2026, 3, 1, tzinfo=UTC))
+
+
+@pytest.fixture
+def settings(db_path):
+    return Settings(db=db_path, providers=["vastai"], allow_private_webhooks=True)
+
+
+def collect(warehouse, clock, path) -> None:
+    clock.advance(timedelta(minutes=5))
+    run_collection(["vastai"], warehouse, replays={"vastai": path}, now=clock)
+
+
+def bodies(warehouse, ids: list[str]) -> list[dict]:
+    with warehouse.cursor() as cur:
+        return [orjson.loads(wa.get_delivery(cur, i).body) for i in ids]
+
+
+def without_h100_available(tmp_path):
+    body = orjson.loads((FIXTURES / "vastai_bundles.json").read_bytes())
+    for offer in body["offers"]:
+        if offer["gpu_name"] == "H100 SXM":
+            offer["rentable"] = False
+    path = tmp_path / "sold-out.json"
+    path.write_bytes(orjson.dumps(body))
+    return path
+
+
+def test_availability_fires_when_the_gpu_appears_and_again_only_after_it_was_gone(
+    warehouse, settings, clock, tmp_path
+):
+    spec = AlertSpec(URL, Condition(AlertKind.AVAILABILITY, gpu="H100-80GB"))
+    created = create_alert(warehouse, spec, settings, clock())
+    sold_out, back = without_h100_available(tmp_path), FIXTURES / "vastai_bundles.json"
+    fired = []
+    for path in (sold_out, back, back, sold_out, back):
+        collect(warehouse, clock, path)
+        fired.append(evaluate_alerts(warehouse, settings, clock()))
+    assert [len(ids) for ids in fired] == [0, 1, 0, 0, 1]
+    [event] = bodies(warehouse, fired[1])
+    assert event["type"] == "gpu.available"
+    assert event["data"]["places"] == ["vastai/Texas, US"]
+    assert event["data"]["previous_value"] == 0 and event["data"]["value"] == 1
+    assert event["data"]["rule"] == {
+        "id": created.rule.rule_id, "kind": "availability", "gpu": "H100-80GB",
+        "providers": [], "pricing": None, "region": None, "countries": [], "continent": None,
+        "jurisdiction": None, "min_gpu_count": None,
+        "below_price_per_gpu_hour": None, "below_cost_usd": None, "band": 0.05,
+        "cooldown_seconds": 0.0,
+    }
+    assert "url" not in event["data"]["rule"] and "secret" not in str(event)
+
+
+def test_a_price_rule_respects_its_filters(warehouse, settings, clock, tmp_path):
+    spot_only = Condition(
+        AlertKind.PRICE, gpu="H100", pricing=Pricing.SPOT, below_price_per_gpu_hour=1.25
+    )
+    big_only = Condition(
+        AlertKind.PRICE, gpu="A100-80GB", min_gpu_count=4, below_price_per_gpu_hour=5.0
+    )
+    elsewhere = Condition(
+        AlertKind.PRICE, gpu="H100", region="Europe", below_price_per_gpu_hour=5.0
+    )
+    ids = {
+        name: create_alert(warehouse, AlertSpec(URL, c), settings, clock()).rule.rule_id
+        for name, c in (("spot", spot_only), ("big", big_only), ("eu", elsewhere))
+    }
+    collect(warehouse, clock, FIXTURES / "vastai_bundles.json")
+    fired = evaluate_alerts(warehouse, settings, clock())
+    [event] = bodies(warehouse, fired)
+    assert event["data"]["rule"]["id"] == ids["spot"]
+    assert event["data"]["offer"]["pricing"] == "spot" and event["data"]["value"] == 1.2
+    assert get_alert(warehouse, ids["big"]).state.last_value is None
+
+
+def test_a_failed_run_leaves_the_last_good_snapshot_in_force_and_marks_it_stale(
+    warehouse, settings, clock, tmp_path
+):
+    spec = AlertSpec(URL, Condition(AlertKind.PRICE, gpu="H100-80GB",
+                                    pricing=Pricing.ON_DEMAND, below_price_per_gpu_hour=1.5))
+    create_alert(warehouse, spec, settings, clock())
+    collect(warehouse, clock, vast_bundles(tmp_path, 1.93))
+    assert evaluate_alerts(warehouse, settings, clock()) == []
+    collect(warehouse, clock, vast_bundles(tmp_path, 1.40))
+    bad = tmp_path / "bad.json"
+    bad.write_text("not json")
+    collect(warehouse, clock, bad)  # the cheap snapshot stays the one served
+    [event] = bodies(warehouse, evaluate_alerts(warehouse, settings, clock()))
+    assert event["data"]["value"] == pytest.approx(1.40)
+    assert event["data"]["stale"] is True and event["data"]["offer"]["stale"] is True
+
+
+def test_a_workload_rule_fires_when_the_best_quote_drops_under_its_cost(
+    warehouse, settings, clock, tmp_path
+):
+    workload = {"model": "Llama-3.1-8B", "method": "full", "tokens": "50M"}
+    condition = Condition(
+        AlertKind.WORKLOAD, gpu="H100-80GB", workload=workload, below_cost_usd=5.5
+    )
+    created = create_alert(warehouse, AlertSpec(URL, condition, band=0.5), settings, clock())
+    collect(warehouse, clock, vast_bundles(tmp_path, 1.93))
+    assert evaluate_alerts(warehouse, settings, clock()) == []
+    collect(warehouse, clock, vast_bundles(tmp_path, 1.40))
+    [event] = bodies(warehouse, evaluate_alerts(warehouse, settings, clock()))
+    assert event["type"] == "workload.below"
+    data = event["data"]
+    assert data["value"] < 5.5 < data["previous_value"]
+    assert data["quote"]["gpus"] == 8 and data["quote"]["cost_usd"] == data["value"]
+    assert data["offer"]["offer_id"] == "24581137"
+    assert get_alert(warehouse, created.rule.rule_id).state.armed is False
+
+
+def test_a_disabled_rule_is_not_evaluated(warehouse, settings, clock, tmp_path):
+    spec = AlertSpec(URL, Condition(AlertKind.AVAILABILITY, gpu="H100-80GB"))
+    created = create_alert(warehouse, spec, settings, clock())
+    with warehouse.transaction() as conn:
+        wa.disable_rule(conn, created.rule.rule_id, clock(), "endpoint answered 410 Gone")
+    collect(warehouse, clock, FIXTURES / "vastai_bundles.json")
+    assert evaluate_alerts(warehouse, settings, clock()) == []
+    assert get_alert(warehouse, created.rule.rule_id).state is None
