@@ -56,6 +56,7 @@ def history(
     since: str | None,
     until: str | None,
     fmt: str,
+    location: tuple[tuple[str, ...], str | None, str | None] = ((), None, None),
 ) -> None:
     query = HistoryQuery(
         gpu=gpu,
@@ -65,6 +66,9 @@ def history(
         region=region,
         since=parse_time(since, "--since"),
         until=parse_time(until, "--until"),
+        countries=location[0],
+        continent=location[1],
+        jurisdiction=location[2],
     )
     with Warehouse.open(settings.db) as warehouse:
         body = HistoryOut.model_validate(price_history(warehouse, query, datetime.now(UTC)))

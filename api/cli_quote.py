@@ -155,6 +155,11 @@ def quote(
     ] = None,
     pricing: Annotated[Pricing | None, typer.Option(help="on_demand or spot")] = None,
     region: Annotated[str | None, typer.Option(help="Part of the region text")] = None,
+    country: Annotated[
+        list[str] | None, typer.Option(help="ISO country code(s), e.g. DE or DE,FR")
+    ] = None,
+    continent: Annotated[str | None, typer.Option(help="e.g. Europe")] = None,
+    jurisdiction: Annotated[str | None, typer.Option(help="eea or eu")] = None,
     include_spot: Annotated[
         bool, typer.Option(help="Also rank spot offers, with their risk")
     ] = False,
@@ -197,14 +202,16 @@ def quote(
                 raise WorkloadError("tokens", "needed to rank offers by total cost, e.g. 50M")
             request = QuoteRequest(
                 workload,
-                tuple(provider or ()),
-                pricing,
-                region,
-                None,
-                max_hours,
-                max_cost,
-                include_spot,
-                top,
+                providers=tuple(provider or ()),
+                pricing=pricing,
+                region=region,
+                countries=tuple(country or ()),
+                continent=continent,
+                jurisdiction=jurisdiction,
+                max_hours=max_hours,
+                max_cost_usd=max_cost,
+                include_spot=include_spot,
+                top=top,
             )
             settings = Settings() if db is None else Settings(db=db)
             with Warehouse.open(settings.db) as warehouse:

@@ -10,6 +10,9 @@ from fastapi import Path, Query
 from scrapers.models import FormFactor, Pricing
 
 __all__ = [
+    "ContinentParam",
+    "CountryParam",
+    "JurisdictionParam",
     "Path",
     "AsOfParam",
     "FormFactorParam",
@@ -53,6 +56,15 @@ SortParam = Annotated[
 ]
 Limit = Annotated[int | None, Query(ge=1, le=100_000, description="Most offers to return")]
 
+CountryParam = Annotated[
+    list[str] | None,
+    Query(description="ISO 3166-1 alpha-2 codes, repeated or comma-separated, e.g. DE,FR"),
+]
+ContinentParam = Annotated[str | None, Query(description="e.g. Europe, North America")]
+JurisdictionParam = Annotated[
+    str | None,
+    Query(description="eea or eu: offers whose known country is in it (unknown never matches)"),
+]
 AsOfParam = Annotated[
     datetime | None,
     Query(description="ISO 8601 time: each provider's last snapshot at or before it"),

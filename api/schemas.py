@@ -49,6 +49,10 @@ class OfferOut(BaseModel):
     verified: bool | None
     tier: str | None
     reliability: float | None
+    country: str | None = Field(default=None, description="ISO 3166-1 alpha-2; null = unknown")
+    continent: str | None = None
+    eea: bool | None = Field(default=None, description="In the EEA; null when country unknown")
+    eu: bool | None = Field(default=None, description="In the EU; null when country unknown")
     run_id: str = Field(description="The collection run that observed it (see /providers)")
     stale: bool = Field(default=False, description="Its provider's snapshot is stale")
 
@@ -175,3 +179,19 @@ class HistoryOut(BaseModel):
     since: datetime
     until: datetime
     series: list[HistorySeriesOut]
+
+
+class RegionOut(BaseModel):
+    provider: str
+    region: str | None = Field(description="The provider's own location text or id")
+    country: str | None
+    continent: str | None
+    eea: bool | None
+    eu: bool | None
+    source: str | None = Field(description="Why this location maps to this country")
+    offers: int = Field(description="Offers there in the current snapshots")
+
+
+class RegionsPage(BaseModel):
+    regions: list[RegionOut]
+    count: int

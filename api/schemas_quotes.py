@@ -62,6 +62,9 @@ class WorkloadQuery(BaseModel):
         None, description="on_demand or spot (spot implies include_spot)"
     )
     region: str | None = Field(None, min_length=1, description="Part of the region text")
+    country: list[str] | None = Field(None, description="ISO 3166-1 alpha-2 codes, e.g. DE,FR")
+    continent: str | None = Field(None, description="e.g. Europe")
+    jurisdiction: str | None = Field(None, description="eea or eu (unknown country never matches)")
     gpu: str | None = Field(None, min_length=1, description="Only this GPU id or family")
     max_hours: float | None = Field(None, gt=0, description="Leave out offers slower than this")
     max_cost_usd: float | None = Field(None, gt=0, description="Leave out dearer offers, USD")
@@ -91,6 +94,9 @@ class WorkloadQuery(BaseModel):
             providers=providers,
             pricing=self.pricing,
             region=self.region,
+            countries=tuple(self.country or ()),
+            continent=self.continent,
+            jurisdiction=self.jurisdiction,
             gpu=self.gpu,
             max_hours=self.max_hours,
             max_cost_usd=self.max_cost_usd,

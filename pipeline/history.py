@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pipeline.catalog import get_catalog
 from pipeline.collect import provider_module
 from pipeline.errors import PipelineError
+from pipeline.location import get_locator
 from pipeline.offers import OfferQuery, offer_filters
 from warehouse import Warehouse
 from warehouse import history as h
@@ -29,6 +30,7 @@ __all__ = [
 ]
 
 Interval = Literal["1h", "6h", "1d", "1w"]
+INCLUDE_NOW = timedelta(seconds=1)
 ExportFormat = Literal["csv", "parquet"]
 
 
@@ -41,6 +43,9 @@ class HistoryQuery:
     region: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    countries: Sequence[str] = ()
+    continent: str | None = None
+    jurisdiction: str | None = None
 
 
 def _filters(query: HistoryQuery, now: datetime) -> h.HistoryFilters:
@@ -48,12 +53,13 @@ def _filters(query: HistoryQuery, now: datetime) -> h.HistoryFilters:
         raise PipelineError(f"interval must be one of {', '.join(h.BUCKETS)}")
     for name in query.providers:
         provider_module(name)
-    until = query.until or now
+    until = query.until or now + INCLUDE_NOW  # `until` is exclusive: default to just after now
     since = query.since or h.default_since(query.interval, until)
     if since >= until:
         raise PipelineError(
             f"since ({since.isoformat()}) must be before until ({until.isoformat()})"
         )
+    place = get_locator().parse_filter(list(query.countries), query.continent, query.jurisdiction)
     return h.HistoryFilters(
         gpus=get_catalog().ids_for_query(query.gpu),
         interval=query.interval,
@@ -62,6 +68,9 @@ def _filters(query: HistoryQuery, now: datetime) -> h.HistoryFilters:
         providers=frozenset(query.providers) or None,
         pricing=query.pricing,
         region=query.region,
+        countries=place.countries,
+        continent=place.continent,
+        jurisdiction=place.jurisdiction,
     )
 
 

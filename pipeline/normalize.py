@@ -12,23 +12,29 @@ import orjson
 import pyarrow as pa
 
 from pipeline.catalog import Catalog
+from pipeline.location import Locator, get_locator
 from scrapers.models import Offer, ParseResult, Pricing, Reject
 from warehouse import OFFER_SCHEMA, REJECT_SCHEMA
 
 __all__ = ["normalize", "offers_to_table", "rejects_to_table"]
 
 
-def _resolved(offer: Offer, catalog: Catalog) -> Offer:
+def _resolved(offer: Offer, catalog: Catalog, locator: Locator) -> Offer:
+    place = locator.locate(offer.provider, offer.region)
+    update: dict[str, object] = {
+        "country": place.country,
+        "continent": place.continent,
+        "eea": place.eea,
+        "eu": place.eu,
+    }
     resolution = catalog.resolve(offer.gpu_raw, offer.vram_gb)
-    if resolution.gpu is None:
-        return offer
-    return offer.model_copy(
-        update={
+    if resolution.gpu is not None:
+        update |= {
             "gpu": resolution.gpu,
             "form_factor": resolution.form_factor or offer.form_factor,
             "vram_gb": resolution.vram_gb or offer.vram_gb,
         }
-    )
+    return offer.model_copy(update=update)
 
 
 def _reject(offer: Offer, reason: str) -> Reject:
@@ -40,8 +46,9 @@ def _reject(offer: Offer, reason: str) -> Reject:
     )
 
 
-def normalize(result: ParseResult, catalog: Catalog) -> ParseResult:
-    """Resolve GPUs, keep the first offer per (offer_id, pricing), quarantine the rest."""
+def normalize(result: ParseResult, catalog: Catalog, locator: Locator | None = None) -> ParseResult:
+    """Resolve GPUs and places; keep the first offer per (offer_id, pricing), quarantine others."""
+    locator = locator or get_locator()
     rejects = list(result.rejects)
     by_key: dict[tuple[str, Pricing], Offer] = {}
     for offer in result.offers:
@@ -51,7 +58,7 @@ def normalize(result: ParseResult, catalog: Catalog) -> ParseResult:
                 _reject(offer, f"duplicate offer_id {offer.offer_id!r} ({offer.pricing})")
             )
             continue
-        by_key[key] = _resolved(offer, catalog)
+        by_key[key] = _resolved(offer, catalog, locator)
 
     offers: list[Offer] = []
     for (offer_id, pricing), offer in by_key.items():

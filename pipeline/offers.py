@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pipeline.catalog import Catalog, GpuSpec, Resolution, get_catalog
 from pipeline.collect import provider_module
+from pipeline.location import get_locator
 from scrapers.models import FormFactor, Pricing
 from warehouse import OfferFilters, Warehouse
 from warehouse import queries as q
@@ -37,11 +38,15 @@ class OfferQuery:
     sort: SortKey = "price_per_gpu_hour"
     limit: int | None = None
     as_of: datetime | None = None
+    countries: Sequence[str] = ()
+    continent: str | None = None
+    jurisdiction: str | None = None
 
 
 def _filters(query: OfferQuery, catalog: Catalog) -> OfferFilters:
     for name in query.providers:
         provider_module(name)
+    place = get_locator().parse_filter(list(query.countries), query.continent, query.jurisdiction)
     return OfferFilters(
         gpus=catalog.ids_for_query(query.gpu) if query.gpu else None,
         providers=frozenset(query.providers) or None,
@@ -53,6 +58,9 @@ def _filters(query: OfferQuery, catalog: Catalog) -> OfferFilters:
         sort=query.sort,
         limit=query.limit,
         as_of=query.as_of,
+        countries=place.countries,
+        continent=place.continent,
+        jurisdiction=place.jurisdiction,
     )
 
 

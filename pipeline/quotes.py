@@ -40,6 +40,9 @@ class QuoteRequest:
     pricing: Pricing | None = None
     region: str | None = None
     gpu: str | None = None
+    countries: Sequence[str] = ()
+    continent: str | None = None
+    jurisdiction: str | None = None
     max_hours: float | None = None
     max_cost_usd: float | None = None
     include_spot: bool = False
@@ -65,6 +68,9 @@ def quote_offers(
         providers=tuple(request.providers),
         pricing=request.pricing,
         region=request.region,
+        countries=tuple(request.countries),
+        continent=request.continent,
+        jurisdiction=request.jurisdiction,
     )
     ranking = rank_offers(
         request.workload,

@@ -70,6 +70,10 @@ class Offer(BaseModel):
     verified: bool | None = None
     tier: str | None = None
     reliability: float | None = Field(default=None, ge=0, le=1)
+    country: str | None = Field(default=None, description="ISO 3166-1 alpha-2; null = unknown")
+    continent: str | None = None
+    eea: bool | None = Field(default=None, description="In the EEA; null when country unknown")
+    eu: bool | None = Field(default=None, description="In the EU; null when country unknown")
 
     @field_validator("price_per_hour", "price_per_gpu_hour")
     @classmethod

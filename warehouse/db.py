@@ -112,11 +112,19 @@ class Warehouse:
         return int(row[0]) if row else 0
 
     def migrate(self) -> list[str]:
-        """Apply pending numbered migrations in order, each in its own transaction."""
+        """Apply, in order, every numbered migration not applied yet, each in its own transaction.
+
+        Tracked by version number, so a migration merged later with a lower number than one
+        already applied still runs.
+        """
         applied: list[str] = []
-        current = self.schema_version()
+        self.schema_version()  # creates the schema_version table on a new database
+        with self.cursor() as cur:
+            done = {
+                int(row[0]) for row in cur.execute("SELECT version FROM schema_version").fetchall()
+            }
         for version, name, sql in _migrations():
-            if version <= current:
+            if version in done:
                 continue
             try:
                 with self.transaction() as cur:

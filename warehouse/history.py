@@ -16,6 +16,8 @@ from typing import Any
 
 import duckdb
 
+from warehouse.queries import location_conditions
+
 __all__ = [
     "HistoryFilters",
     "copy_partitioned_parquet",
@@ -40,9 +42,12 @@ class HistoryFilters:
     providers: frozenset[str] | None = None
     pricing: str | None = None
     region: str | None = None
+    countries: frozenset[str] | None = None
+    continent: str | None = None
+    jurisdiction: str | None = None
 
 
-def _summaries_from_raw(region_filter: str) -> str:
+def _summaries_from_raw(conditions: list[str]) -> str:
     """Per-snapshot summaries rebuilt from raw observations, for filters summaries lack."""
     return f"""
         SELECT run_id, provider, observed_at, gpu, pricing,
@@ -53,7 +58,7 @@ def _summaries_from_raw(region_filter: str) -> str:
                count(*) AS offer_count,
                count(*) FILTER (WHERE available) AS available_count
         FROM offer_observations
-        WHERE gpu IS NOT NULL AND {region_filter}
+        WHERE gpu IS NOT NULL AND {" AND ".join(conditions or ["TRUE"])}
         GROUP BY run_id, provider, observed_at, gpu, pricing
     """
 
@@ -68,11 +73,14 @@ def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[di
 
 def history_sql(f: HistoryFilters) -> tuple[str, list[Any]]:
     params: list[Any] = []
-    if f.region is None:
-        source = "price_summaries"
-    else:
-        source = f"({_summaries_from_raw('contains(lower(region), lower(?))')})"
+    conditions = []
+    if f.region is not None:
+        conditions.append("contains(lower(region), lower(?))")
         params.append(f.region)
+    conditions += location_conditions(f, params)
+    # Summaries are per snapshot and GPU, not per place: place filters rebuild them from the raw
+    # observations, which cover the retention window.
+    source = f"({_summaries_from_raw(conditions)})" if conditions else "price_summaries"
     where = ["gpu IN (SELECT unnest(?))", "observed_at >= ?", "observed_at < ?"]
     params += [sorted(f.gpus), f.since, f.until]
     if f.providers is not None:

@@ -17,6 +17,7 @@ __all__ = [
     "insert_run",
     "latest_offers",
     "current_price_stats",
+    "current_regions",
     "latest_runs",
     "run_stats",
     "offers_sql",
@@ -48,6 +49,10 @@ OFFER_SCHEMA = pa.schema(
         ("verified", pa.bool_()),
         ("tier", pa.string()),
         ("reliability", pa.float64()),
+        ("country", pa.string()),
+        ("continent", pa.string()),
+        ("eea", pa.bool_()),
+        ("eu", pa.bool_()),
     ]
 )
 """The column batch the pipeline hands over for one provider run's offers."""
@@ -94,6 +99,10 @@ class OfferFilters:
     limit: int | None = None
     as_of: datetime | None = None
     """None: the current snapshots; else each provider's last good snapshot at or before it."""
+    countries: frozenset[str] | None = None
+    continent: str | None = None
+    jurisdiction: str | None = None
+    """'eea' or 'eu': offers whose known country is in it (unknown country never matches)."""
 
 
 def insert_run(
@@ -177,6 +186,23 @@ _LATEST_OK_RUNS = """
     ) = 1
 """
 
+
+def location_conditions(filters: Any, params: list[Any]) -> list[str]:
+    """SQL conditions for `countries`, `continent`, `jurisdiction` on any offers relation."""
+    conditions = []
+    if filters.countries:
+        conditions.append("country IN (SELECT unnest(?))")
+        params.append(sorted(filters.countries))
+    if filters.continent:
+        conditions.append("continent = ?")
+        params.append(filters.continent)
+    if filters.jurisdiction == "eea":
+        conditions.append("eea IS TRUE")
+    elif filters.jurisdiction == "eu":
+        conditions.append("eu IS TRUE")
+    return conditions
+
+
 _SNAPSHOTS_AS_OF = """
     SELECT run_id FROM collection_runs WHERE status = 'ok' AND observed_at <= ?
     QUALIFY row_number() OVER (
@@ -227,6 +253,7 @@ def offers_sql(filters: OfferFilters) -> tuple[str, list[Any]]:
         params.append(filters.max_price_per_gpu_hour)
     if not filters.include_unavailable:
         where.append("available")
+    where += location_conditions(filters, params)
     sql = (
         f"SELECT * FROM {source} WHERE "
         + " AND ".join(where)
@@ -355,6 +382,18 @@ def run_stats(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
         SELECT provider, count(*) AS runs, count(*) FILTER (WHERE status = 'failed') AS failures,
                arg_max(epoch(finished_at) - epoch(started_at), started_at) AS last_seconds
         FROM collection_runs GROUP BY provider ORDER BY provider
+        """
+    )
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def current_regions(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Each (provider, region) in the current snapshots, its location and how many offers."""
+    cursor = conn.execute(
+        """
+        SELECT provider, region, country, continent, eea, eu, count(*) AS offers
+        FROM current_offers GROUP BY ALL ORDER BY provider, region NULLS LAST
         """
     )
     columns = [d[0] for d in cursor.description]

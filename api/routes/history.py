@@ -24,6 +24,9 @@ def history_query(
     region: p.RegionParam = None,
     since: p.SinceParam = None,
     until: p.UntilParam = None,
+    country: p.CountryParam = None,
+    continent: p.ContinentParam = None,
+    jurisdiction: p.JurisdictionParam = None,
 ) -> HistoryQuery:
     for name, value in (("since", since), ("until", until)):
         if value is not None and value.tzinfo is None:
@@ -36,6 +39,9 @@ def history_query(
         region=region,
         since=since,
         until=until,
+        countries=tuple(country or ()),
+        continent=continent,
+        jurisdiction=jurisdiction,
     )
 
 

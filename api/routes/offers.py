@@ -33,6 +33,9 @@ def offer_query(
     sort: p.SortParam = "price_per_gpu_hour",
     limit: p.Limit = None,
     as_of: p.AsOfParam = None,
+    country: p.CountryParam = None,
+    continent: p.ContinentParam = None,
+    jurisdiction: p.JurisdictionParam = None,
 ) -> OfferQuery:
     """The `/offers` filters, shared with the exports."""
     if as_of is not None and as_of.tzinfo is None:
@@ -48,6 +51,9 @@ def offer_query(
         sort=sort,
         limit=limit,
         as_of=as_of,
+        countries=tuple(country or ()),
+        continent=continent,
+        jurisdiction=jurisdiction,
     )
 
 

@@ -1,0 +1,141 @@
+"""Where an offer's GPU is: country (ISO 3166-1 alpha-2), continent and EEA/EU membership.
+
+Data, not code: `data/countries.csv` (one row per country with its continent and whether it is in
+the EU and the EEA = EU + Iceland, Liechtenstein, Norway) and `data/locations.csv` (provider
+region names and datacenter ids, each with its source). A region text ending in an ISO country
+code after a comma (`Bavaria, DE`) or a bare code (`US`) is read as that country. Anything else
+stays unknown: a continent alone (CoreWeave's "Europe") never implies a country or the EEA.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+from pipeline.errors import PipelineError
+
+__all__ = [
+    "JURISDICTIONS",
+    "Location",
+    "LocationFilter",
+    "Locator",
+    "get_locator",
+]
+
+Jurisdiction = Literal["eea", "eu"]
+JURISDICTIONS: tuple[Jurisdiction, ...] = ("eea", "eu")
+_TRAILING_CODE = re.compile(r"(?:^|,)\s*([A-Za-z]{2})\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    country: str | None = None
+    continent: str | None = None
+    eea: bool | None = None
+    """None when the country is unknown: never counted in or out of the EEA."""
+    eu: bool | None = None
+    source: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Country:
+    iso2: str
+    name: str
+    continent: str
+    eu: bool
+    eea: bool
+
+
+@dataclass(frozen=True, slots=True)
+class LocationFilter:
+    """Validated location filters; an unknown country never matches country or jurisdiction."""
+
+    countries: frozenset[str] | None = None
+    continent: str | None = None
+    jurisdiction: Jurisdiction | None = None
+
+    @property
+    def active(self) -> bool:
+        return bool(self.countries or self.continent or self.jurisdiction)
+
+
+class Locator:
+    def __init__(self, countries: list[Country], places: list[dict[str, str]]) -> None:
+        self.countries = {c.iso2: c for c in countries}
+        self.continents = tuple(sorted({c.continent for c in countries}))
+        self.places = places
+        self._by_region = {(p["provider"], p["region"].lower()): p for p in places}
+
+    def _country(self, iso2: str, source: str) -> Location:
+        country = self.countries[iso2]
+        return Location(country.iso2, country.continent, country.eea, country.eu, source)
+
+    def locate(self, provider: str, region: str | None) -> Location:
+        if not region:
+            return Location()
+        place = self._by_region.get((provider, region.strip().lower()))
+        if place is not None:
+            if place["country"]:
+                return self._country(place["country"], place["source"])
+            return Location(continent=place["continent"] or None, source=place["source"])
+        match = _TRAILING_CODE.search(region)
+        if match and match.group(1).upper() in self.countries:
+            return self._country(match.group(1).upper(), "ISO 3166-1 code in the region text")
+        return Location()
+
+    def parse_filter(
+        self,
+        countries: list[str] | None = None,
+        continent: str | None = None,
+        jurisdiction: str | None = None,
+    ) -> LocationFilter:
+        """Validate user filters; errors name the valid choices."""
+        codes = frozenset(
+            code.strip().upper()
+            for value in countries or ()
+            for code in value.split(",")
+            if code.strip()
+        )
+        unknown = sorted(codes - set(self.countries))
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], list(self.countries), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise PipelineError(
+                f"Unknown country code '{unknown[0]}': use ISO 3166-1 alpha-2 codes such as "
+                f"DE, FR, NO, US{hint} (GET /regions lists the known locations)"
+            )
+        if continent is not None:
+            matched = [c for c in self.continents if c.lower() == continent.strip().lower()]
+            if not matched:
+                raise PipelineError(
+                    f"Unknown continent '{continent}'; valid: {', '.join(self.continents)}"
+                )
+            continent = matched[0]
+        if jurisdiction is not None and jurisdiction.lower() not in JURISDICTIONS:
+            raise PipelineError(
+                f"Unknown jurisdiction '{jurisdiction}'; valid: {', '.join(JURISDICTIONS)}"
+            )
+        return LocationFilter(
+            countries=codes or None,
+            continent=continent,
+            jurisdiction=jurisdiction.lower() if jurisdiction else None,  # type: ignore[arg-type]
+        )
+
+
+def _rows(name: str) -> list[dict[str, str]]:
+    text = resources.files("pipeline.data").joinpath(name).read_text(encoding="utf-8")
+    return list(csv.DictReader(text.splitlines()))
+
+
+@cache
+def get_locator() -> Locator:
+    countries = [
+        Country(r["iso2"], r["name"], r["continent"], r["eu"] == "true", r["eea"] == "true")
+        for r in _rows("countries.csv")
+    ]
+    return Locator(countries, _rows("locations.csv"))

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+import pytest
+
+from pipeline.errors import PipelineError
+from pipeline.location import get_locator
+
+LOCATOR = get_locator()
+
+
+@pytest.mark.parametrize(
+    ("provider", "region", "country", "eea", "eu"),
+    [
+        ("vastai", "Bavaria, DE", "DE", True, True),
+        ("vastai", "Uusimaa, FI", "FI", True, True),
+        ("vastai", "Oslo, NO", "NO", True, False),
+        ("vastai", "Mazovia, PL", "PL", True, True),
+        ("vastai", "US", "US", False, False),
+        ("vastai", "Ontario, CA", "CA", False, False),
+        ("runpod", "EU-RO-1", "RO", True, True),
+        ("runpod", "EUR-IS-1", "IS", True, False),
+        ("runpod", "CA-MTL-1", "CA", False, False),
+        ("runpod", "CZ", "CZ", True, True),
+        ("lambda", "europe-central-1", "DE", True, True),
+        ("lambda", "us-east-1", "US", False, False),
+    ],
+)
+def test_provider_locations_map_to_countries_and_jurisdictions(provider, region, country, eea, eu):
+    place = LOCATOR.locate(provider, region)
+    assert (place.country, place.eea, place.eu) == (country, eea, eu)
+    assert place.source
+
+
+def test_a_continent_alone_never_implies_a_country_or_the_eea():
+    place = LOCATOR.locate("coreweave", "Europe")
+    assert (place.country, place.continent, place.eea, place.eu) == (None, "Europe", None, None)
+
+
+@pytest.mark.parametrize("region", [None, "", "Somewhere nice", "Texas", "EU-XX-9"])
+def test_unknown_locations_stay_unknown(region):
+    place = LOCATOR.locate("vastai", region)
+    assert place.country is None and place.eea is None
+
+
+def test_every_mapped_country_is_in_the_country_table():
+    for place in LOCATOR.places:
+        assert not place["country"] or place["country"] in LOCATOR.countries, place
+        assert place["source"]
+
+
+def test_the_eea_is_the_eu_plus_iceland_liechtenstein_and_norway():
+    eu = {c for c, row in LOCATOR.countries.items() if row.eu}
+    eea = {c for c, row in LOCATOR.countries.items() if row.eea}
+    assert len(eu) == 27 and eea - eu == {"IS", "LI", "NO"}
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"countries": ["XX"]}, "ISO 3166-1"),
+        ({"jurisdiction": "mars"}, "valid: eea, eu"),
+        ({"continent": "Atlantis"}, "valid: Africa"),
+    ],
+)
+def test_bad_location_filters_name_the_valid_choices(kwargs, message):
+    with pytest.raises(PipelineError, match=message):
+        LOCATOR.parse_filter(**kwargs)
+
+
+def test_filters_accept_lists_commas_and_any_case():
+    place = LOCATOR.parse_filter(["de,fr", "no"], "europe", "EEA")
+    assert place.countries == {"DE", "FR", "NO"}
+    assert (place.continent, place.jurisdiction) == ("Europe", "eea")
