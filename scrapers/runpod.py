@@ -1,31 +1,32 @@
-"""RunPod: the GraphQL `gpuTypes` catalog, or the REST v2 GPU catalog when a key is set.
+"""RunPod: the GraphQL `gpuTypes` catalog swept per location, or the REST v2 GPU catalog.
 
 Quirks (see shared/provider-samples/README.md, "RunPod"):
-- GraphQL (`POST /graphql`) is deprecated and "will be retired in early 2027"; REST v2
-  (`GET /v2/catalog/gpus`) replaces it but needs a Bearer key (runpod/docs
-  `sdks/graphql/configurations.mdx`, `api-reference-v2/openapi.json`). Without a key we query
-  GraphQL anonymously, as gpuhunt and RunPod's own `helpers/gpu_types.py` do. `parse` accepts both
-  bodies, so a saved body of either kind replays.
-- Prices are USD per hour for a *single* GPU (REST v2 says so; gpuhunt and SkyPilot multiply by the
-  GPU count). We publish one 1-GPU offer per cloud: pods come in 1..maxGpuCount GPUs at the same
-  per-GPU price, and `lowestPrice` is asked for `gpuCount: 1`.
-- `securePrice`/`communityPrice` (REST: `price.secure`/`price.community`) are `null` or `0` when
-  the type is not offered in that cloud (gpuhunt tests truthiness): no offer, not a reject.
-- `secureSpotPrice`/`communitySpotPrice` are interruptible per-GPU prices; RunPod is removing spot
-  (runpodctl PR #267; gpuhunt PR #249) and REST v2 has no spot at all, so absent/null is normal.
-- Key on `id` (`NVIDIA H100 80GB HBM3`), never `displayName`, which changes over time
-  (runpod-python `docs/api/queries.md`). The API lists a placeholder row with id `unknown`
-  (RunPod's `helpers/gpu_types.py` filters it out); we skip it.
-- Availability: GraphQL `lowestPrice.stockStatus` is `High`/`Medium`/`Low`/`None` or `null`
-  (`null` = not deployable; gpuhunt drops those rows). Without a cloud filter it describes the
-  cheapest 1-GPU machine across both clouds, so both clouds' offers carry it. REST v2 reports
-  `availability` `NONE|LOW|MEDIUM|HIGH` only with `include=AVAILABILITY`, for secure cloud unless
-  `cloud` is given (openapi.json `GpuCloudFilter`); it too applies to both offers.
-- Region is left empty: `lowestPrice.countryCode` is where that cheapest machine sits (often a
-  community country for a type also sold in secure data centers), not a location of either offer,
-  and REST v2 has none per GPU type.
-- `lowestPrice.minVcpu`/`minMemory` change every few minutes (SkyPilot `fetch_runpod.py`) and REST
-  v2 lacks them: not published.
+- GraphQL is deprecated ("retired in early 2027"); REST v2 (`GET /v2/catalog/gpus`) needs a Bearer
+  key (runpod/docs `sdks/graphql/configurations.mdx`, `api-reference-v2/openapi.json`). Without a
+  key we ask GraphQL anonymously, as gpuhunt does. `parse` takes every body `fetch` returns.
+- Prices are USD/h for a *single* GPU: we publish 1-GPU offers (`gpuCount: 1`). `null`/`0` = not
+  offered in that cloud (no offer, no reject). One list price per type and cloud, not per location.
+- Spot fields are being removed (runpodctl PR #267, gpuhunt PR #249); REST v2 has none.
+- Key on `id`, never `displayName` (it changes); skip the placeholder row `unknown`.
+- Stock `High|Medium|Low` (REST: upper case) is in stock; `None`, `null` or absent is not.
+
+Location: secure cloud is addressed by datacenter id (`EU-RO-1`), community cloud by country code
+(`CZ`); one `lowestPrice(input:)` answers one (gpuCount, location) pair (gpuhunt). So the GraphQL
+`fetch` sweeps: the catalog query, then a stock query per *listed* datacenter and per non-null
+country code, one after another (usual timeout and retries), returned as one body `{"base":
+catalog, "secure": {dc: answer}, "community": {cc: answer}}`. Any failed request fails the run.
+- One offer per (type, cloud, location) in stock there: `region` = the datacenter id or country
+  code, `offer_id` = `<id>:<cloud>:<location>`. A location without stock gets no offer: the price
+  is listed there, but nobody can deploy it.
+- A type priced in a cloud but in stock nowhere keeps one `available=False` offer with
+  `region=None` and `offer_id` `<id>:<cloud>`, like Lambda's sold-out types.
+- REST v2 locates secure offers by each type's `dataCenters` (`id`, `availability`) [assumption:
+  secure datacenters only]; it has no community locations, so those offers stay unlocated.
+- A body without locations (a plain catalog answer, as older recordings; a REST record without
+  `dataCenters`) gives one unlocated offer per cloud with the type-wide stock, as before;
+  `lowestPrice.countryCode` (the cheapest machine of either cloud) is never a region.
+- A replay answers every request with one body: a stock answer carrying the catalog's
+  `dataCenters`/`countryCodes` (never asked for) is that echo, so `fetch` returns the catalog alone.
 """
 
 from __future__ import annotations
@@ -34,13 +35,14 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any, Literal
 
 import httpx
 import orjson
 
 from scrapers.base import Credentials, fetch_bytes
-from scrapers.errors import ProviderPayloadError
+from scrapers.errors import ProviderHTTPError, ProviderPayloadError
 from scrapers.models import Offer, ParseResult, Pricing, Reject
 
 logger = logging.getLogger(__name__)
@@ -77,9 +79,19 @@ GRAPHQL_BODY: dict[str, Any] = {
     "query": QUERY,
     "variables": {"lowestPriceInput": {"gpuCount": GPUS_PER_OFFER}},
 }
+STOCK_QUERY = """
+query GpuStock($lowestPriceInput: GpuLowestPriceInput) {
+  gpuTypes { id lowestPrice(input: $lowestPriceInput) { stockStatus } }
+}
+"""
+CATALOG_ONLY_FIELDS = ("dataCenters", "countryCodes")
 
 Cloud = Literal["secure", "community"]
 CLOUDS: tuple[Cloud, ...] = ("secure", "community")
+_Stock = dict[Cloud, dict[str, object] | None]
+"""Per cloud: `stockStatus` by location, or None when the body says nothing of locations."""
+_SweepStock = dict[Cloud, dict[str, dict[str, object]]]
+"""Per cloud and location of a sweep: `stockStatus` by GPU id."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,35 +102,97 @@ class _GpuType:
     vram_gb: float | None
     on_demand: dict[Cloud, float | None]
     spot: dict[Cloud, float | None]
-    available: bool
+    stock: _Stock
+    type_wide_stock: object  # what stands for every location when `stock` has none
 
 
-_Reader = Callable[[dict[str, Any]], _GpuType]
+# fetch
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
-    headers = {"Accept": "application/json"}
-    if creds is None:
+    if creds is not None:
         return fetch_bytes(
             client,
-            "POST",
-            URL,
+            "GET",
+            str(httpx.URL(REST_URL, params=REST_PARAMS)),
             provider=NAME,
             timeout=TIMEOUT,
-            headers=headers,
-            json=GRAPHQL_BODY,
-            auth_hint=f"RunPod refused the anonymous query; set {ENV_KEY} to use REST v2",
+            headers={"Accept": "application/json", "Authorization": f"Bearer {creds.api_key}"},
+            auth_hint=f"check {ENV_KEY} or unset it (GraphQL works without a key)",
         )
-    headers["Authorization"] = f"Bearer {creds.api_key}"
+    base = _post(client, GRAPHQL_BODY)
+    catalog = _json_or_none(base)
+    locations = _sweep_locations(catalog)
+    if locations is None:
+        return base  # an error answer, a REST body or a recorded sweep: `parse` judges it
+    sweep: dict[str, Any] = {"base": catalog, "secure": {}, "community": {}}
+    for cloud, location in locations:
+        answer = _stock_answer(client, cloud, location)
+        data = answer.get("data")
+        if isinstance(data, dict) and any(name in data for name in CATALOG_ONLY_FIELDS):
+            logger.info("%s: a stock query got the catalog answer back (a replay)", NAME)
+            return base
+        sweep[cloud][location] = answer
+    return orjson.dumps(sweep)
+
+
+def _post(client: httpx.Client, body: dict[str, Any]) -> bytes:
     return fetch_bytes(
         client,
-        "GET",
-        str(httpx.URL(REST_URL, params=REST_PARAMS)),
+        "POST",
+        URL,
         provider=NAME,
         timeout=TIMEOUT,
-        headers=headers,
-        auth_hint=f"check {ENV_KEY} or unset it (GraphQL works without a key)",
+        headers={"Accept": "application/json"},
+        json=body,
+        auth_hint=f"RunPod refused the anonymous query; set {ENV_KEY} to use REST v2",
     )
+
+
+def _json_or_none(payload: bytes) -> Any:
+    try:
+        return orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _sweep_locations(catalog: Any) -> list[tuple[Cloud, str]] | None:
+    """The (cloud, location) pairs to ask about; None when `catalog` is no catalog answer."""
+    data = catalog.get("data") if isinstance(catalog, dict) else None
+    if not isinstance(data, dict) or not isinstance(data.get("gpuTypes"), list):
+        return None
+    centers, countries = data.get("dataCenters"), data.get("countryCodes")
+    if not isinstance(centers, list) or not isinstance(countries, list):
+        raise ProviderPayloadError(
+            f"{NAME}: the catalog answer has no 'dataCenters'/'countryCodes' lists to sweep"
+        )
+    listed = [c.get("id") for c in centers if isinstance(c, dict) and c.get("listed") is True]
+    locations: list[tuple[Cloud, str]] = [("secure", dc) for dc in _names(listed)]
+    locations += [("community", cc) for cc in _names(countries)]
+    if not locations:
+        raise ProviderPayloadError(f"{NAME}: the catalog lists no datacenter or country")
+    return locations
+
+
+def _names(values: list[Any]) -> list[str]:
+    """The non-empty strings of `values`, each once, in order (`countryCodes` may hold null)."""
+    return list(dict.fromkeys(v for v in values if isinstance(v, str) and v))
+
+
+def _stock_answer(client: httpx.Client, cloud: Cloud, location: str) -> dict[str, Any]:
+    where = {"dataCenterId": location} if cloud == "secure" else {"countryCode": location}
+    lowest = {"gpuCount": GPUS_PER_OFFER, "secureCloud": cloud == "secure", **where}
+    try:
+        payload = _post(client, {"query": STOCK_QUERY, "variables": {"lowestPriceInput": lowest}})
+    except ProviderHTTPError as exc:
+        raise ProviderHTTPError(f"{exc} (stock in {cloud} {location})") from exc
+    answer = _json_or_none(payload)
+    if not isinstance(answer, dict):
+        raise ProviderPayloadError(f"{NAME}: the stock answer for {cloud} {location} is not JSON")
+    return answer
+
+
+# parse
 
 
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
@@ -149,43 +223,74 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
     return result
 
 
-def _records(body: Any) -> tuple[list[Any], _Reader]:
-    """The GPU records of a GraphQL or REST v2 body, and the function that reads one."""
+def _records(body: Any) -> tuple[list[Any], Callable[[dict[str, Any]], _GpuType]]:
+    """The GPU records of a sweep, GraphQL or REST v2 body, and the function that reads one."""
+    if isinstance(body, dict) and "base" in body:
+        sweep = _sweep_stock(body)
+        return _gpu_types_of(body["base"], "catalog"), partial(_from_graphql, sweep=sweep)
     if isinstance(body, dict) and ("data" in body or "errors" in body):
-        errors = body.get("errors") or []
-        errors = errors if isinstance(errors, list) else [errors]
-        data = body.get("data")
-        gpu_types = data.get("gpuTypes") if isinstance(data, dict) else None
-        if not isinstance(gpu_types, list):
-            messages = "; ".join(
-                str(e.get("message", e)) if isinstance(e, dict) else str(e) for e in errors
-            )
-            detail = f"GraphQL errors: {messages}" if messages else "no 'data.gpuTypes' list"
-            raise ProviderPayloadError(f"{NAME}: {detail}")
-        if errors:
-            logger.warning("%s: GraphQL answered with data and %d errors", NAME, len(errors))
-        return gpu_types, _from_graphql
+        return _gpu_types_of(body, "catalog"), _from_graphql
     if isinstance(body, dict) and isinstance(body.get("gpus"), list):
         return body["gpus"], _from_rest
     raise ProviderPayloadError(
-        f"{NAME}: body has neither 'data.gpuTypes' (GraphQL) nor a 'gpus' list (REST v2)"
+        f"{NAME}: body has neither 'data.gpuTypes' (GraphQL), a 'base' answer (GraphQL sweep) "
+        "nor a 'gpus' list (REST v2)"
     )
 
 
-def _from_graphql(record: dict[str, Any]) -> _GpuType:
+def _gpu_types_of(answer: Any, what: str) -> list[Any]:
+    """`data.gpuTypes` of one GraphQL answer, or a payload error that names the answer."""
+    errors = (answer.get("errors") if isinstance(answer, dict) else None) or []
+    errors = errors if isinstance(errors, list) else [errors]
+    data = answer.get("data") if isinstance(answer, dict) else None
+    gpu_types = data.get("gpuTypes") if isinstance(data, dict) else None
+    if not isinstance(gpu_types, list):
+        messages = "; ".join(
+            str(e.get("message", e)) if isinstance(e, dict) else str(e) for e in errors
+        )
+        detail = f"GraphQL errors: {messages}" if messages else "no 'data.gpuTypes' list"
+        raise ProviderPayloadError(f"{NAME}: {detail} (the {what} answer)")
+    if errors:
+        logger.warning("%s: the %s answer has data and %d errors", NAME, what, len(errors))
+    return gpu_types
+
+
+def _sweep_stock(sweep: dict[str, Any]) -> _SweepStock:
+    """Per cloud and location: `stockStatus` by GPU id (entries without an id say nothing)."""
+    stock: _SweepStock = {}
+    for cloud in CLOUDS:
+        answers = sweep.get(cloud)
+        if not isinstance(answers, dict):
+            raise ProviderPayloadError(f"{NAME}: the sweep has no '{cloud}' answers by location")
+        stock[cloud] = {
+            location: {
+                record["id"]: _status(record)
+                for record in _gpu_types_of(answer, f"{cloud} {location}")
+                if isinstance(record, dict) and isinstance(record.get("id"), str)
+            }
+            for location, answer in answers.items()
+        }
+    return stock
+
+
+def _status(record: dict[str, Any]) -> object:
     lowest = record.get("lowestPrice")
+    return lowest.get("stockStatus") if isinstance(lowest, dict) else None
+
+
+def _from_graphql(record: dict[str, Any], sweep: _SweepStock | None = None) -> _GpuType:
+    gpu_id = _gpu_id(record)
+    stock: _Stock = {cloud: None for cloud in CLOUDS}
+    if sweep is not None:
+        stock = {c: {at: by_id.get(gpu_id) for at, by_id in sweep[c].items()} for c in CLOUDS}
     return _GpuType(
-        id=_gpu_id(record),
+        id=gpu_id,
         vram_gb=_number(record["memoryInGb"], "memoryInGb"),
-        on_demand={
-            "secure": _price(record, "securePrice"),
-            "community": _price(record, "communityPrice"),
-        },
-        spot={
-            "secure": _price(record, "secureSpotPrice"),
-            "community": _price(record, "communitySpotPrice"),
-        },
-        available=_in_stock(lowest.get("stockStatus") if isinstance(lowest, dict) else None),
+        # securePrice/communityPrice and secureSpotPrice/communitySpotPrice
+        on_demand={cloud: _price(record, f"{cloud}Price") for cloud in CLOUDS},
+        spot={cloud: _price(record, f"{cloud}SpotPrice") for cloud in CLOUDS},
+        stock=stock,
+        type_wide_stock=_status(record),
     )
 
 
@@ -193,13 +298,24 @@ def _from_rest(record: dict[str, Any]) -> _GpuType:
     prices = record.get("price") or {}
     if not isinstance(prices, dict):
         raise TypeError(f"price is not an object: {prices!r}")
+    centers = record.get("dataCenters")
     return _GpuType(
         id=_gpu_id(record),
         vram_gb=_number(record["memory"], "memory"),
         on_demand={cloud: _price(prices, cloud) for cloud in CLOUDS},
         spot={cloud: None for cloud in CLOUDS},  # REST v2 has no spot price
-        available=_in_stock(record.get("availability")),
+        # REST v2 has no community locations
+        stock={"secure": None if centers is None else _center_stock(centers), "community": None},
+        type_wide_stock=record.get("availability"),
     )
+
+
+def _center_stock(centers: object) -> dict[str, object]:
+    if not isinstance(centers, list) or not all(
+        isinstance(center, dict) and isinstance(center.get("id"), str) for center in centers
+    ):
+        raise TypeError(f"dataCenters is not a list of objects with an id: {centers!r}")
+    return {center["id"]: center.get("availability") for center in centers}
 
 
 def _gpu_id(record: dict[str, Any]) -> str:
@@ -233,26 +349,37 @@ def _reason(exc: Exception) -> str:
     return str(exc).replace("\n", "; ")
 
 
+def _placements(gpu_type: _GpuType, cloud: Cloud) -> list[tuple[str | None, bool]]:
+    """(region, available) of each offer: every location in stock, else one unlocated offer."""
+    by_location = gpu_type.stock[cloud]
+    if by_location is None:  # the body says nothing of locations
+        return [(None, _in_stock(gpu_type.type_wide_stock))]
+    stocked = [location for location, status in by_location.items() if _in_stock(status)]
+    return [(location, True) for location in stocked] or [(None, False)]
+
+
 def _offers_of(gpu_type: _GpuType, observed_at: datetime) -> list[Offer]:
     offers = []
     for cloud in CLOUDS:
-        common: dict[str, Any] = {
-            "provider": NAME,
-            "offer_id": f"{gpu_type.id}:{cloud}",
-            "gpu_raw": gpu_type.id,
-            "gpu_count": GPUS_PER_OFFER,
-            "vram_gb": gpu_type.vram_gb,
-            "region": None,
-            "available": gpu_type.available,
-            "observed_at": observed_at,
-            "tier": cloud,
-        }
-        for pricing, price in (
+        prices = (
             (Pricing.ON_DEMAND, gpu_type.on_demand[cloud]),
             (Pricing.SPOT, gpu_type.spot[cloud]),
-        ):
-            if price is not None:
-                offers.append(
-                    Offer.from_gpu_price(price_per_gpu_hour=price, pricing=pricing, **common)
-                )
+        )
+        for region, available in _placements(gpu_type, cloud):
+            common: dict[str, Any] = {
+                "provider": NAME,
+                "offer_id": f"{gpu_type.id}:{cloud}" + (f":{region}" if region else ""),
+                "gpu_raw": gpu_type.id,
+                "gpu_count": GPUS_PER_OFFER,
+                "vram_gb": gpu_type.vram_gb,
+                "region": region,
+                "available": available,
+                "observed_at": observed_at,
+                "tier": cloud,
+            }
+            offers.extend(
+                Offer.from_gpu_price(price_per_gpu_hour=price, pricing=pricing, **common)
+                for pricing, price in prices
+                if price is not None
+            )
     return offers

@@ -11,9 +11,12 @@ from scrapers import FormFactor, Pricing, ProviderHTTPError, ProviderPayloadErro
 from scrapers.base import USER_AGENT, Credentials
 from tests.conftest import FIXTURES, OBSERVED_AT, fixture_bytes
 
-BODY = fixture_bytes("runpod_gpu_types.json")
+BODY = fixture_bytes("runpod_gpu_types.json")  # one catalog answer, as older runs recorded it
+SWEEP = fixture_bytes("runpod_sweep.json")  # the catalog, then stock per datacenter and country
 REST_BODY = fixture_bytes("runpod_catalog_v2.json")
 GRAPHQL_ERRORS = b'{"errors": [{"message": "Something went wrong"}], "data": null}'
+SECURE_DCS = ["CA-MTL-1", "EU-RO-1", "EU-SE-1", "EU-NL-1", "EUR-IS-1", "US-KS-2", "US-TX-3"]
+COUNTRIES = ["CA", "CZ", "FR", "SE", "US"]
 
 
 def offers_by_key(body: bytes = BODY):
@@ -32,7 +35,16 @@ def gpu_types(data):
     return {record["id"]: record for record in data["data"]["gpuTypes"]}
 
 
-# parse: the recorded GraphQL body
+def located(gpu: str, cloud: str, pricing: Pricing = Pricing.ON_DEMAND, body: bytes = SWEEP):
+    """The offers of one GPU, cloud and pricing, by region."""
+    return {
+        o.region: o
+        for (_, p), o in offers_by_key(body).items()
+        if o.gpu_raw == gpu and o.tier == cloud and p is pricing
+    }
+
+
+# parse: the recorded GraphQL catalog answer (no locations: the old behaviour)
 
 
 def test_secure_price_is_per_gpu_and_a_one_gpu_offer_costs_exactly_that():
@@ -50,9 +62,10 @@ def test_community_cloud_gets_its_own_offer_with_its_own_price():
     assert offer.tier == "community"
 
 
-def test_offers_are_keyed_on_the_gpu_id_and_the_placeholder_row_is_skipped():
+@pytest.mark.parametrize("body", [BODY, SWEEP], ids=["catalog", "sweep"])
+def test_offers_are_keyed_on_the_gpu_id_and_the_placeholder_row_is_skipped(body):
     records = orjson.loads(BODY)["data"]["gpuTypes"]
-    offers = offers_by_key()
+    offers = offers_by_key(body)
     real_ids = {r["id"] for r in records} - {"unknown"}
     assert {o.gpu_raw for o in offers.values()} == real_ids
     assert all(o.offer_id.split(":")[0] == o.gpu_raw for o in offers.values())
@@ -99,10 +112,13 @@ def test_stock_status_decides_availability_and_none_or_null_means_unavailable():
     assert not offers[("NVIDIA RTX A6000:community", Pricing.ON_DEMAND)].available  # no lowestPrice
 
 
-def test_vram_comes_from_memory_in_gb_and_region_is_left_empty():
-    offer = offers_by_key()[("NVIDIA H200 NVL:secure", Pricing.ON_DEMAND)]
+def test_a_plain_catalog_answer_gives_one_unlocated_offer_per_cloud_as_before():
+    offers = offers_by_key()
+    assert len(offers) == 24
+    assert {o.region for o in offers.values()} == {None}
+    assert {o.offer_id.count(":") for o in offers.values()} == {1}  # "<id>:<cloud>"
+    offer = offers[("NVIDIA H200 NVL:secure", Pricing.ON_DEMAND)]
     assert offer.vram_gb == 143
-    assert offer.region is None
     assert offer.gpu is None  # resolved later, in the pipeline
 
 
@@ -126,19 +142,137 @@ def test_recorded_gpu_ids_resolve_to_canonical_gpus(gpu_raw, gpu, form_factor):
     assert (resolution.gpu, resolution.form_factor) == (gpu, form_factor)
 
 
-def test_rest_v2_catalog_gives_the_same_on_demand_offers_as_graphql_and_no_spot():
-    graphql = {k: o for k, o in offers_by_key(BODY).items() if k[1] is Pricing.ON_DEMAND}
+# parse: a sweep (the catalog, then stock per secure datacenter and community country)
+
+
+def test_a_sweep_gives_one_secure_offer_per_datacenter_that_has_the_gpu():
+    h100 = located("NVIDIA H100 80GB HBM3", "secure")
+    assert set(h100) == {"US-TX-3", "EU-RO-1", "EUR-IS-1"}
+    for datacenter, offer in h100.items():
+        assert offer.offer_id == f"NVIDIA H100 80GB HBM3:secure:{datacenter}"
+        assert offer.price_per_gpu_hour == pytest.approx(2.69)  # the list price, everywhere
+        assert (offer.available, offer.vram_gb, offer.gpu_count) == (True, 80, 1)
+
+
+def test_a_sweep_gives_one_community_offer_per_country_that_has_the_gpu():
+    rtx4090 = located("NVIDIA GeForce RTX 4090", "community")
+    assert set(rtx4090) == {"CZ", "SE", "FR", "US"}
+    assert all(o.available and o.price_per_gpu_hour == 0.34 for o in rtx4090.values())
+    assert set(located("NVIDIA GeForce RTX 3070", "community")) == {"FR", "CZ"}
+
+
+def test_a_location_whose_stock_is_none_or_null_gets_no_offer():
+    assert set(located("NVIDIA A100-SXM4-80GB", "secure")) == {"CA-MTL-1"}  # EUR-IS-1 "None"
+    assert set(located("NVIDIA A100-SXM4-80GB", "community")) == {"CA"}  # CZ "None"
+    assert set(located("NVIDIA H200 NVL", "secure")) == {"US-TX-3"}  # EU-NL-1 "None"
+    assert set(located("NVIDIA A100 80GB PCIe", "secure")) == {"US-KS-2", "EU-NL-1"}  # null
+
+
+def test_a_gpu_in_stock_nowhere_keeps_one_unavailable_offer_without_a_region():
+    [offer] = located("NVIDIA B200", "secure").values()
+    assert (offer.offer_id, offer.region, offer.available) == ("NVIDIA B200:secure", None, False)
+    assert offer.price_per_gpu_hour == pytest.approx(5.99)
+    assert located("NVIDIA B200", "community") == {}  # not offered in community cloud
+
+
+def test_spot_offers_follow_the_locations_of_their_cloud():
+    spot = located("NVIDIA A100-SXM4-80GB", "secure", Pricing.SPOT)
+    assert set(spot) == {"CA-MTL-1"}
+    assert spot["CA-MTL-1"].price_per_gpu_hour == pytest.approx(1.09)
+    assert located("NVIDIA A100 80GB PCIe", "secure", Pricing.SPOT) == {}  # no secure spot price
+
+
+def test_every_sweep_offer_is_located_and_ids_are_unique_per_pricing():
+    result = runpod.parse(SWEEP, OBSERVED_AT)
+    keys = [(o.offer_id, o.pricing) for o in result.offers]
+    assert len(keys) == len(set(keys)) == 46
+    regions = {o.region for o in result.offers}
+    assert regions == set(SECURE_DCS) | set(COUNTRIES) | {None}
+    assert [o.offer_id for o in result.offers if o.region is None] == ["NVIDIA B200:secure"]
+
+
+def test_a_gpu_missing_from_a_location_answer_or_an_entry_without_id_is_not_stocked_there():
+    def edit(data):
+        answer = data["secure"]["EU-RO-1"]["data"]["gpuTypes"]
+        answer[:] = [r for r in answer if r["id"] != "NVIDIA H100 80GB HBM3"]
+        for record in data["secure"]["EU-SE-1"]["data"]["gpuTypes"]:
+            if record["id"] == "NVIDIA GeForce RTX 4090":
+                del record["id"]
+
+    body = edited(SWEEP, edit)
+    assert set(located("NVIDIA H100 80GB HBM3", "secure", body=body)) == {"US-TX-3", "EUR-IS-1"}
+    assert set(located("NVIDIA GeForce RTX 4090", "secure", body=body)) == {"EU-RO-1"}
+
+
+def test_a_location_answer_with_graphql_errors_fails_the_whole_sweep():
+    def spoil(data):
+        data["secure"]["EU-RO-1"] = orjson.loads(GRAPHQL_ERRORS)
+
+    with pytest.raises(ProviderPayloadError, match="Something went wrong.*secure EU-RO-1"):
+        runpod.parse(edited(SWEEP, spoil), OBSERVED_AT)
+
+
+@pytest.mark.parametrize("cloud", ["secure", "community"])
+def test_a_sweep_without_its_answers_by_location_is_a_payload_error(cloud):
+    def drop(data):
+        del data[cloud]
+
+    with pytest.raises(ProviderPayloadError, match=f"'{cloud}'"):
+        runpod.parse(edited(SWEEP, drop), OBSERVED_AT)
+
+
+# parse: REST v2
+
+
+def test_rest_v2_and_the_sweep_give_the_same_secure_on_demand_offers():
+    def secure(body):
+        return {
+            key: offer.model_dump()
+            for key, offer in offers_by_key(body).items()
+            if offer.tier == "secure" and key[1] is Pricing.ON_DEMAND
+        }
+
+    rest = secure(REST_BODY)
+    assert rest == secure(SWEEP)
+    assert {o["region"] for o in rest.values()} == set(SECURE_DCS) | {None}
+
+
+def test_rest_v2_community_offers_stay_unlocated_like_the_catalog_answer_and_have_no_spot():
     rest = offers_by_key(REST_BODY)
     assert all(pricing is Pricing.ON_DEMAND for _, pricing in rest)
-    assert {k: o.model_dump() for k, o in rest.items()} == {
-        k: o.model_dump() for k, o in graphql.items()
+    community = {k: o.model_dump() for k, o in rest.items() if o.tier == "community"}
+    assert community == {
+        k: o.model_dump()
+        for k, o in offers_by_key(BODY).items()
+        if o.tier == "community" and k[1] is Pricing.ON_DEMAND
     }
+    assert {o["region"] for o in community.values()} == {None}
+
+
+def test_a_rest_record_without_datacenters_gives_one_unlocated_offer_per_cloud():
+    def drop_datacenters(data):
+        for record in data["gpus"]:
+            del record["dataCenters"]
+
+    offers = offers_by_key(edited(REST_BODY, drop_datacenters))
+    assert {o.region for o in offers.values()} == {None}
+    assert offers[("NVIDIA H100 80GB HBM3:secure", Pricing.ON_DEMAND)].available  # HIGH
+    assert not offers[("NVIDIA B200:secure", Pricing.ON_DEMAND)].available  # NONE
+
+
+def test_a_rest_datacenter_whose_availability_is_none_gets_no_offer():
+    offers = located("NVIDIA A100-SXM4-80GB", "secure", body=REST_BODY)
+    assert set(offers) == {"CA-MTL-1"}  # EUR-IS-1 is listed with availability NONE
 
 
 @pytest.mark.parametrize(
     ("body", "records"),
-    [(BODY, lambda data: data["data"]["gpuTypes"]), (REST_BODY, lambda data: data["gpus"])],
-    ids=["graphql", "rest"],
+    [
+        (BODY, lambda data: data["data"]["gpuTypes"]),
+        (SWEEP, lambda data: data["base"]["data"]["gpuTypes"]),
+        (REST_BODY, lambda data: data["gpus"]),
+    ],
+    ids=["graphql", "sweep", "rest"],
 )
 def test_a_bad_record_is_rejected_with_its_reason_and_the_rest_kept(body, records):
     def spoil(data):
@@ -154,6 +288,15 @@ def test_a_bad_record_is_rejected_with_its_reason_and_the_rest_kept(body, record
     assert "not a number" in reasons["NVIDIA A100-SXM4-80GB"]
     kept = {o.gpu_raw for o in result.offers}
     assert "NVIDIA H100 80GB HBM3" in kept and "NVIDIA A100-SXM4-80GB" not in kept
+
+
+def test_a_rest_record_with_malformed_datacenters_is_rejected():
+    def spoil(data):
+        data["gpus"][2]["dataCenters"] = [{"name": "no id"}]
+
+    result = runpod.parse(edited(REST_BODY, spoil), OBSERVED_AT)
+    [reject] = result.rejects
+    assert reject.record_id == "NVIDIA H100 80GB HBM3" and "dataCenters" in reject.reason
 
 
 def test_a_graphql_error_answer_without_data_is_a_payload_error():
@@ -180,17 +323,118 @@ def test_a_body_of_neither_known_shape_is_a_payload_error(body):
 # fetch: respx
 
 
+def recorded_runpod(request: httpx.Request) -> httpx.Response:
+    """RunPod's GraphQL as the sweep fixture recorded it: the catalog, then stock per location."""
+    sweep = orjson.loads(SWEEP)
+    sent = orjson.loads(request.content)
+    if sent["query"] == runpod.QUERY:
+        return httpx.Response(200, json=sweep["base"])
+    lowest = sent["variables"]["lowestPriceInput"]
+    cloud = "secure" if lowest["secureCloud"] else "community"
+    return httpx.Response(
+        200, json=sweep[cloud][lowest.get("dataCenterId", lowest.get("countryCode"))]
+    )
+
+
+def failing_at(location: str, answer: httpx.Response | Exception):
+    """`recorded_runpod`, except that the request for `location` gets `answer`."""
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        lowest = orjson.loads(request.content)["variables"]["lowestPriceInput"]
+        if location in (lowest.get("dataCenterId"), lowest.get("countryCode")):
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+        return recorded_runpod(request)
+
+    return respond
+
+
 @respx.mock(assert_all_mocked=True)
-def test_fetch_without_key_posts_the_graphql_query_anonymously(respx_mock, client_factory):
+def test_fetch_without_key_asks_the_catalog_then_each_listed_datacenter_and_country(
+    respx_mock, client_factory
+):
+    route = respx_mock.post(runpod.URL).mock(side_effect=recorded_runpod)
+    with client_factory() as client:
+        body = runpod.fetch(client, None)
+    assert orjson.loads(body) == orjson.loads(SWEEP)
+
+    requests = [call.request for call in route.calls]
+    assert all(r.headers["User-Agent"] == USER_AGENT for r in requests)
+    assert not any("Authorization" in r.headers for r in requests)
+    first, *stock = (orjson.loads(r.content) for r in requests)
+    assert first == {"query": runpod.QUERY, "variables": {"lowestPriceInput": {"gpuCount": 1}}}
+    assert {sent["query"] for sent in stock} == {runpod.STOCK_QUERY}
+    assert [sent["variables"] for sent in stock] == [
+        {"lowestPriceInput": {"gpuCount": 1, "secureCloud": True, "dataCenterId": dc}}
+        for dc in SECURE_DCS  # US-DE-1 is not listed: not asked
+    ] + [
+        {"lowestPriceInput": {"gpuCount": 1, "secureCloud": False, "countryCode": cc}}
+        for cc in COUNTRIES  # the null country code is not asked
+    ]
+
+
+@respx.mock(assert_all_mocked=True)
+def test_fetch_that_gets_the_catalog_back_for_a_stock_query_returns_the_catalog_alone(
+    respx_mock, client_factory
+):
     route = respx_mock.post(runpod.URL).mock(return_value=httpx.Response(200, content=BODY))
     with client_factory() as client:
-        assert runpod.fetch(client, None) == BODY
-    request = route.calls.last.request
-    assert request.headers["User-Agent"] == USER_AGENT
-    assert "Authorization" not in request.headers
-    sent = orjson.loads(request.content)
-    assert sent["query"] == runpod.QUERY and "gpuTypes" in sent["query"]
-    assert sent["variables"] == {"lowestPriceInput": {"gpuCount": 1}}
+        assert runpod.fetch(client, None) == BODY  # a replay: parses as before, unlocated
+    assert route.call_count == 2
+
+
+@pytest.mark.parametrize(
+    "body", [SWEEP, REST_BODY, GRAPHQL_ERRORS, BODY[:100]], ids=["sweep", "rest", "errors", "cut"]
+)
+@respx.mock(assert_all_mocked=True)
+def test_fetch_returns_a_body_that_is_no_catalog_answer_as_it_is(respx_mock, client_factory, body):
+    route = respx_mock.post(runpod.URL).mock(return_value=httpx.Response(200, content=body))
+    with client_factory() as client:
+        assert runpod.fetch(client, None) == body  # `parse` replays it or says what is wrong
+    assert route.call_count == 1
+
+
+@pytest.mark.parametrize(
+    ("edit", "error"),
+    [
+        (lambda data: data["data"].pop("dataCenters"), "dataCenters"),
+        (lambda data: data["data"].update(dataCenters=[], countryCodes=[None]), "no datacenter"),
+    ],
+    ids=["no-list", "nothing-listed"],
+)
+@respx.mock(assert_all_mocked=True)
+def test_fetch_of_a_catalog_that_names_no_locations_is_a_payload_error(
+    respx_mock, client_factory, edit, error
+):
+    body = edited(orjson.dumps(orjson.loads(SWEEP)["base"]), edit)
+    respx_mock.post(runpod.URL).mock(return_value=httpx.Response(200, content=body))
+    with client_factory() as client, pytest.raises(ProviderPayloadError, match=error):
+        runpod.fetch(client, None)
+
+
+@pytest.mark.parametrize(
+    ("answer", "error"),
+    [
+        (httpx.Response(500), r"HTTP 500 .*\(stock in secure EU-RO-1\)"),
+        (httpx.ReadTimeout("slow"), r"timed out .*\(stock in secure EU-RO-1\)"),
+        (httpx.Response(200, content=b"<html>"), "stock answer for secure EU-RO-1 is not JSON"),
+    ],
+    ids=["500", "timeout", "not-json"],
+)
+@respx.mock(assert_all_mocked=True)
+def test_fetch_fails_at_the_first_location_request_that_fails(
+    respx_mock, client_factory, answer, error
+):
+    route = respx_mock.post(runpod.URL).mock(side_effect=failing_at("EU-RO-1", answer))
+    with (
+        client_factory() as client,
+        pytest.raises((ProviderHTTPError, ProviderPayloadError)) as exc,
+    ):
+        runpod.fetch(client, None)
+    assert exc.match(error)
+    asked = [orjson.loads(c.request.content)["variables"]["lowestPriceInput"] for c in route.calls]
+    assert asked[-1].get("dataCenterId") == "EU-RO-1"  # nothing asked after the failure
 
 
 @respx.mock(assert_all_mocked=True)
@@ -200,6 +444,7 @@ def test_fetch_with_key_gets_the_rest_v2_catalog_with_a_bearer_header(respx_mock
     )
     with client_factory() as client:
         assert runpod.fetch(client, Credentials("secret-key")) == REST_BODY
+    assert route.call_count == 1  # REST v2 lists the datacenters per GPU: no sweep
     request = route.calls.last.request
     assert request.headers["User-Agent"] == USER_AGENT
     assert request.headers["Authorization"] == "Bearer secret-key"
@@ -217,6 +462,7 @@ def test_fetch_401_is_an_http_error_that_names_the_key(respx_mock, client_factor
         runpod.fetch(client, creds)
 
 
+@pytest.mark.parametrize("where", ["catalog", "EU-SE-1", "FR"])
 @pytest.mark.parametrize(
     ("first", "waits"),
     [
@@ -227,10 +473,21 @@ def test_fetch_401_is_an_http_error_that_names_the_key(respx_mock, client_factor
     ids=["429-retry-after", "429-no-retry-after", "500"],
 )
 @respx.mock(assert_all_mocked=True)
-def test_fetch_retries_429_and_5xx_then_succeeds(respx_mock, client_factory, first, waits):
-    respx_mock.post(runpod.URL).mock(side_effect=[first, httpx.Response(200, content=BODY)])
+def test_fetch_retries_429_and_5xx_then_succeeds(respx_mock, client_factory, first, waits, where):
+    answered: set[str] = set()
+
+    def respond(request: httpx.Request) -> httpx.Response:
+        sent = orjson.loads(request.content)
+        lowest = sent["variables"]["lowestPriceInput"]
+        asked = lowest.get("dataCenterId") or lowest.get("countryCode") or "catalog"
+        if asked == where and asked not in answered:
+            answered.add(asked)
+            return first
+        return recorded_runpod(request)
+
+    respx_mock.post(runpod.URL).mock(side_effect=respond)
     with client_factory() as client:
-        assert runpod.fetch(client, None) == BODY
+        assert orjson.loads(runpod.fetch(client, None)) == orjson.loads(SWEEP)
     assert client_factory.waits == waits
 
 
@@ -252,6 +509,14 @@ def stored_offers(warehouse) -> int:
     return row[0]
 
 
+def stored_regions(warehouse) -> set[str | None]:
+    with warehouse.cursor() as cur:
+        rows = cur.execute(
+            "SELECT DISTINCT region FROM offer_observations WHERE provider = 'runpod'"
+        ).fetchall()
+    return {region for (region,) in rows}
+
+
 def stored_run(warehouse) -> tuple[str, str | None]:
     with warehouse.cursor() as cur:
         return cur.execute(
@@ -260,21 +525,29 @@ def stored_run(warehouse) -> tuple[str, str | None]:
 
 
 @pytest.mark.parametrize(
-    ("env", "method", "url", "body"),
-    [({}, "POST", runpod.URL, BODY), ({"RUNPOD_API_KEY": "k"}, "GET", runpod.REST_URL, REST_BODY)],
+    ("env", "method", "url", "answer", "body"),
+    [
+        ({}, "POST", runpod.URL, {"side_effect": recorded_runpod}, SWEEP),
+        (
+            {"RUNPOD_API_KEY": "k"},
+            "GET",
+            runpod.REST_URL,
+            {"return_value": httpx.Response(200, content=REST_BODY)},
+            REST_BODY,
+        ),
+    ],
     ids=["graphql", "rest"],
 )
 @respx.mock(assert_all_mocked=True)
-def test_a_successful_run_stores_every_offer_with_canonical_gpus(
-    respx_mock, client_factory, warehouse, env, method, url, body
+def test_a_successful_run_stores_every_offer_with_canonical_gpus_and_regions(
+    respx_mock, client_factory, warehouse, env, method, url, answer, body
 ):
-    respx_mock.route(method=method, url__startswith=url).mock(
-        return_value=httpx.Response(200, content=body)
-    )
+    respx_mock.route(method=method, url__startswith=url).mock(**answer)
     [report] = run_collection(["runpod"], warehouse, client_factory=client_factory, env=env)
     assert (report.status, report.reject_count) == ("ok", 0)
     parsed = runpod.parse(body, OBSERVED_AT)
     assert stored_offers(warehouse) == report.offer_count == len(parsed.offers)
+    assert {"EU-RO-1", "EU-SE-1", "EU-NL-1", "EUR-IS-1"} <= stored_regions(warehouse)
     with warehouse.cursor() as cur:
         gpu, form_factor = cur.execute(
             "SELECT gpu, form_factor FROM offer_observations WHERE gpu_raw = ?",
@@ -283,11 +556,23 @@ def test_a_successful_run_stores_every_offer_with_canonical_gpus(
     assert (gpu, form_factor) == ("H100-80GB", "SXM")
 
 
-def test_a_replayed_rest_body_goes_through_the_graphql_fetch_and_parses(warehouse):
-    path = FIXTURES / "runpod_catalog_v2.json"
+@pytest.mark.parametrize(
+    ("fixture", "regions"),
+    [
+        ("runpod_sweep.json", set(SECURE_DCS) | set(COUNTRIES) | {None}),
+        ("runpod_catalog_v2.json", set(SECURE_DCS) | {None}),
+        ("runpod_gpu_types.json", {None}),  # an older recording: unlocated, as it was stored
+    ],
+)
+def test_a_replayed_body_of_each_kind_goes_through_the_graphql_fetch_and_parses(
+    warehouse, fixture, regions
+):
+    path = FIXTURES / fixture
     [report] = run_collection(["runpod"], warehouse, replays={"runpod": path}, env={})
     assert report.status == "ok"
-    assert stored_offers(warehouse) == report.offer_count > 0
+    expected = runpod.parse(path.read_bytes(), OBSERVED_AT).offers
+    assert stored_offers(warehouse) == report.offer_count == len(expected)
+    assert stored_regions(warehouse) == regions
 
 
 @pytest.mark.parametrize(
@@ -314,6 +599,30 @@ def test_a_failed_run_is_recorded_with_its_error_and_stores_no_offers(
     [report] = run_collection(["runpod"], warehouse, client_factory=client_factory, env=env)
     assert report.status == "failed"
     assert error in (report.error or "")
+    status, stored_error = stored_run(warehouse)
+    assert status == "failed" and error in stored_error
+    assert stored_offers(warehouse) == 0
+
+
+@pytest.mark.parametrize(
+    ("location", "answer", "error"),
+    [
+        ("EUR-IS-1", httpx.Response(500), "HTTP 500"),
+        ("US", httpx.Response(429), "HTTP 429"),
+        ("CZ", httpx.ConnectTimeout("slow"), "timed out"),
+        ("EU-NL-1", httpx.Response(200, content=GRAPHQL_ERRORS), "Something went wrong"),
+        ("FR", httpx.Response(200, content=b'{"data": {"gpu'), "not JSON"),
+    ],
+    ids=["500", "429", "timeout", "graphql-errors", "truncated"],
+)
+@respx.mock(assert_all_mocked=True)
+def test_a_failed_location_request_fails_the_whole_run_and_stores_nothing(
+    respx_mock, client_factory, warehouse, location, answer, error
+):
+    respx_mock.post(runpod.URL).mock(side_effect=failing_at(location, answer))
+    [report] = run_collection(["runpod"], warehouse, client_factory=client_factory, env={})
+    assert report.status == "failed"
+    assert error in (report.error or "") and location in (report.error or "")
     status, stored_error = stored_run(warehouse)
     assert status == "failed" and error in stored_error
     assert stored_offers(warehouse) == 0
