@@ -1,0 +1,162 @@
+"""Everything `GET /` shows, gathered from the pipeline functions the JSON API calls.
+
+Each part (offers, chart, quotes) fails on its own: a bad filter or workload becomes a message
+beside the control that caused it, and the rest of the page still renders.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from api.schemas_quotes import QuotesOut, WorkloadQuery, quotes_out
+from api.web.chart import Chart, build_chart
+from api.web.offers_view import cheapest_per_gpu, sort_rows
+from api.web.query import PageQuery, WorkloadForm
+from pipeline.architectures import known_models
+from pipeline.errors import PipelineError
+from pipeline.freshness import ProviderFreshness
+from pipeline.history import HistoryQuery, price_history
+from pipeline.offers import OfferQuery, current_offers, gpu_specs
+from pipeline.quotes import quote_offers
+from pipeline.serving import answer_offers
+from pipeline.settings import Settings
+from scrapers.models import Pricing
+from warehouse import Warehouse
+
+__all__ = ["GpuGroup", "PageData", "page_data"]
+
+QUOTES_SHOWN = 10
+
+
+@dataclass(frozen=True, slots=True)
+class GpuGroup:
+    """One GPU family in the GPU filter: its own option when it has one id, else a group."""
+
+    family: str
+    options: tuple[tuple[str, str], ...]
+    """(value, label): the family itself first, then each id with offers."""
+
+
+@dataclass(slots=True)
+class PageData:
+    query: PageQuery
+    now: datetime
+    providers: Sequence[ProviderFreshness]
+    provider_names: list[str]
+    gpu_groups: list[GpuGroup]
+    models: list[str]
+    offers: list[Mapping[str, Any]] = field(default_factory=list)
+    offers_total: int = 0
+    chart_gpu: str | None = None
+    chart: Chart | None = None
+    quotes: QuotesOut | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+    """Message per part of the page: `filters`, `chart` or `quotes`."""
+
+    @property
+    def stale(self) -> list[ProviderFreshness]:
+        return [f for f in self.providers if f.stale]
+
+
+def _gpu_groups(rows: Sequence[Mapping[str, Any]], selected: str | None) -> list[GpuGroup]:
+    present = {row["gpu"] for row in rows if row["gpu"]}
+    families: dict[str, list[str]] = {}
+    for spec in gpu_specs():
+        if spec.id in present:
+            families.setdefault(spec.family, []).append(spec.id)
+    groups = [
+        GpuGroup(family, ((ids[0], ids[0]),))
+        if len(ids) == 1
+        else GpuGroup(family, ((family, f"All {family}"), *((i, i) for i in ids)))
+        for family, ids in sorted(families.items())
+    ]
+    offered = {value for group in groups for value, _ in group.options}
+    if selected and selected not in offered:
+        groups.insert(0, GpuGroup(selected, ((selected, f"{selected} (no offers now)"),)))
+    return groups
+
+
+def _offer_query(query: PageQuery) -> OfferQuery:
+    return OfferQuery(
+        gpu=query.gpu,
+        providers=(query.provider,) if query.provider else (),
+        pricing=Pricing(query.pricing) if query.pricing else None,
+        include_unavailable=query.include_unavailable,
+    )
+
+
+def _quote(warehouse: Warehouse, query: PageQuery, form: WorkloadForm) -> QuotesOut:
+    workload = WorkloadQuery.model_validate(
+        {
+            "model": form.model,
+            "method": form.method,
+            "tokens": form.tokens,
+            "seq_len": form.seq_len,
+            "gpu": query.gpu,
+            "provider": [query.provider] if query.provider else None,
+            "pricing": query.pricing,
+            "include_spot": form.include_spot,
+            "top": QUOTES_SHOWN,
+        }
+    )
+    return quotes_out(quote_offers(warehouse, workload.request()))
+
+
+def _validation_message(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}"
+
+
+def page_data(
+    warehouse: Warehouse,
+    settings: Settings,
+    query: PageQuery,
+    now: datetime,
+    freshness: Sequence[ProviderFreshness],
+) -> PageData:
+    everything = current_offers(warehouse, OfferQuery(include_unavailable=True))
+    page = PageData(
+        query=query,
+        now=now,
+        providers=freshness,
+        provider_names=[f.provider for f in freshness],
+        gpu_groups=_gpu_groups(everything, query.gpu),
+        models=[a.name for a in known_models()],
+    )
+    try:
+        rows = answer_offers(warehouse, settings, _offer_query(query), now, freshness).offers
+    except PipelineError as exc:
+        page.errors["filters"] = str(exc)
+        return page
+    page.offers_total = len(rows)
+    shown = cheapest_per_gpu(rows) if query.view == "cheapest" else rows
+    page.offers = sort_rows(shown, query.sort, descending=query.order == "desc")
+    counts = Counter(row["gpu"] for row in rows if row["gpu"])
+    page.chart_gpu = query.gpu or (min(counts, key=lambda g: (-counts[g], g)) if counts else None)
+    if page.chart_gpu is not None:
+        history = price_history(
+            warehouse,
+            HistoryQuery(
+                gpu=page.chart_gpu,
+                interval=query.interval,  # type: ignore[arg-type]
+                providers=(query.provider,) if query.provider else (),
+                pricing=query.pricing,
+            ),
+            now,
+        )
+        page.chart = build_chart(history, now)
+    if query.workload is not None:
+        try:
+            page.quotes = _quote(warehouse, query, query.workload)
+        except ValidationError as exc:
+            page.errors["quotes"] = _validation_message(exc)
+        except PipelineError as exc:
+            page.errors["quotes"] = str(exc)
+    return page

@@ -1,0 +1,172 @@
+"""`GET /` through the app, without a browser: server-rendered HTML that stands on its own."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import pytest
+from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
+
+from api.main import create_app
+from pipeline.collect import run_collection
+from pipeline.settings import Settings
+from tests.conftest import FIXTURES, OBSERVED_AT
+
+WORKLOAD = {"model": "Llama-3.1-8B", "method": "qlora", "tokens": "50M", "seq_len": "2048"}
+
+
+class Clock:
+    def __init__(self, now):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def clock():
+    return Clock(OBSERVED_AT + timedelta(minutes=5))
+
+
+@pytest.fixture
+def web(collected, db_path, clock):
+    run_collection(
+        ["vastai"],
+        collected,
+        replays={"vastai": FIXTURES / "vastai_bundles.json"},
+        now=lambda: OBSERVED_AT - timedelta(hours=3),  # an earlier point, then a gap
+    )
+    settings = Settings(db=db_path, scheduler=False, providers=["vastai", "lambda"])
+    with TestClient(create_app(settings, collected, clock=clock)) as client:
+        yield client
+
+
+def soup(response) -> BeautifulSoup:
+    assert response.headers["content-type"].startswith("text/html")
+    return BeautifulSoup(response.text, "html.parser")
+
+
+def offer_rows(page: BeautifulSoup) -> list:
+    return page.select("#offers-table tbody tr[data-provider]")
+
+
+def test_the_page_shows_current_offers_in_a_real_table(web):
+    response = web.get("/")
+    assert response.status_code == 200
+    page = soup(response)
+    headers = [th.get_text(" ", strip=True) for th in page.select("#offers-table thead th")]
+    assert [h.rstrip("↕▲▼ ") for h in headers] == [
+        "GPU", "Provider", "Pricing", "$/GPU-hour", "$/hour", "GPUs", "VRAM (GB)", "Region",
+        "Available",
+    ]  # fmt: skip
+    assert all(th["scope"] == "col" for th in page.select("#offers-table thead th"))
+    rows = offer_rows(page)
+    assert rows and {row["data-provider"] for row in rows} == {"vastai"}
+    prices = [float(row.select_one(".price").text.lstrip("$")) for row in rows]
+    assert prices == sorted(prices)
+
+
+def test_filters_apply_through_the_query_string(web):
+    page = soup(web.get("/", params={"gpu": "A100-80GB", "pricing": "on_demand"}))
+    rows = offer_rows(page)
+    assert rows and {(r["data-gpu"], r["data-pricing"]) for r in rows} == {
+        ("A100-80GB", "on_demand")
+    }
+    assert page.select_one("#gpu option[selected]")["value"] == "A100-80GB"
+    assert page.select_one("#pricing option[selected]")["value"] == "on_demand"
+    assert page.select_one("#chart")["data-gpu"] == "A100-80GB"
+
+
+def test_all_offers_sort_by_any_column(web):
+    every = web.get("/offers").json()["count"]
+    page = soup(web.get("/", params={"view": "all", "sort": "price_per_hour", "order": "desc"}))
+    rows = offer_rows(page)
+    assert len(rows) == every
+    per_hour = [float(r.find_all("td")[3].text.lstrip("$").replace(",", "")) for r in rows]
+    assert per_hour == sorted(per_hour, reverse=True)
+    sorted_by = page.select_one("#offers-table th[aria-sort]")
+    assert sorted_by["aria-sort"] == "descending" and "$/hour" in sorted_by.text
+
+
+def test_the_chart_breaks_its_lines_where_buckets_are_missing(web):
+    page = soup(web.get("/", params={"gpu": "H100-80GB"}))
+    paths = [g.select_one("path") for g in page.select("#chart .series")]
+    assert paths and all(p is None for p in paths)  # two points three hours apart: no line
+    dots = page.select("#chart .series circle")
+    assert len(dots) == 2 * len(paths)
+    assert "cheapest" in dots[0].title.text
+
+
+def test_the_page_is_made_for_a_375px_screen(web):
+    page = soup(web.get("/"))
+    assert page.select_one('meta[name="viewport"]')["content"] == (
+        "width=device-width, initial-scale=1"
+    )
+    controls = page.select("form select, form input:not([type=hidden])")
+    assert controls
+    for control in controls:
+        assert page.select_one(f'label[for="{control["id"]}"]'), control["id"]
+
+
+def test_the_page_loads_nothing_from_other_hosts(web):
+    html = web.get("/").text
+    assert not re.search(r"(?:src|href|action)=\"(?:https?:)?//", html)
+    assert "http://" not in html and "https://" not in html
+    page = BeautifulSoup(html, "html.parser")
+    for asset in [*page.select("link[href]"), *page.select("script[src]")]:
+        url = asset.get("href") or asset["src"]
+        assert url.startswith("/static/")
+        assert web.get(url).status_code == 200
+
+
+def test_the_workload_form_ranks_quotes_on_the_server(web):
+    page = soup(web.get("/", params=WORKLOAD))
+    costs = [
+        float(row.select_one(".price").text.lstrip("$").replace(",", ""))
+        for row in page.select("#quotes-table tbody tr")
+    ]
+    assert len(costs) >= 2 and costs == sorted(costs)
+    assert "Llama-3.1-8B" in page.select_one("#quotes-summary").text
+    assert page.select_one("#model option[selected]")["value"] == "Llama-3.1-8B"
+
+
+def test_a_bad_workload_is_explained_beside_the_form(web):
+    response = web.get("/", params={**WORKLOAD, "tokens": "lots"})
+    assert response.status_code == 422
+    page = soup(response)
+    assert "tokens" in page.select_one("#quotes .alert").text
+    assert offer_rows(page)  # the rest of the page still renders
+
+
+def test_an_unknown_gpu_says_what_to_fix(web):
+    response = web.get("/", params={"gpu": "H1000"})
+    assert response.status_code == 422
+    assert "Unknown GPU 'H1000'" in soup(response).select_one("#offers .alert").text
+
+
+def test_a_stale_provider_is_flagged(web, clock):
+    badge = soup(web.get("/")).select_one('.badge[data-provider="vastai"]')
+    assert "fresh" in badge["class"] and "observed 5 min ago" in badge.text
+    clock.now = OBSERVED_AT + timedelta(hours=1)
+    page = soup(web.get("/"))
+    warning = page.select_one("#stale-warning").get_text(" ", strip=True)
+    assert "vastai" in warning and "stale after 30 min" in warning
+    assert "stale" in page.select_one('.badge[data-provider="vastai"]')["class"]
+    assert all(row.select_one(".flag") for row in offer_rows(page))
+
+
+def test_provider_health_lists_each_provider_with_its_last_error(web, collected):
+    assert (
+        "never run"
+        in soup(web.get("/")).select_one('#health-table tr[data-provider="lambda"]').text
+    )
+    run_collection(["lambda"], collected, env={}, now=lambda: OBSERVED_AT)
+    page = soup(web.get("/"))
+    health = {row["data-provider"]: row for row in page.select("#health-table tbody tr")}
+    assert set(health) == {"vastai", "lambda"}
+    assert health["vastai"].select_one(".status").text == "ok"
+    assert health["lambda"].select_one(".status").text == "failed"
+    assert "LAMBDA_API_KEY is not set" in health["lambda"].select_one(".error-text").text
+    assert "its last run failed" in page.select_one("#stale-warning").text
