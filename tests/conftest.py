@@ -50,3 +50,43 @@ def client_factory():
 
     make.waits = waits  # type: ignore[attr-defined]
     return make
+
+
+class Clock:
+    """A clock the test moves."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, delta) -> datetime:
+        self.now += delta
+        return self.now
+
+
+@pytest.fixture
+def db_held_by_another_process(db_path: Path):
+    """The database file held open by another process (as a running server would), then freed."""
+    import subprocess
+    import sys
+
+    Warehouse.open(db_path).close()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+            "print('held', flush=True); time.sleep(30)",
+            str(db_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        holder.kill()
+        holder.wait()

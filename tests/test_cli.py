@@ -107,28 +107,8 @@ def test_gpus_lists_the_catalog_as_json():
     assert {"A100-80GB", "H100-94GB", "H200-141GB"} <= ids
 
 
-def test_a_database_held_by_a_running_server_is_one_clear_line(db_path):
-    import subprocess
-    import sys
-
-    invoke("collect", "--replay", f"vastai={VAST}", "--db", db_path)
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
-            "print('held', flush=True); time.sleep(30)",
-            str(db_path),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        result = invoke("offers", "--db", db_path)
-    finally:
-        holder.kill()
-        holder.wait()
+def test_a_database_held_by_a_running_server_is_one_clear_line(db_held_by_another_process, db_path):
+    result = invoke("offers", "--db", db_path)
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "in use by another process" in lines[0]

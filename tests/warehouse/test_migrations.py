@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from warehouse import DatabaseLockedError, Warehouse, WarehouseError
@@ -27,32 +25,12 @@ def test_migrations_stay_ducklake_compatible(_version, name, sql):
         assert forbidden not in upper, f"{name} uses {forbidden}"
 
 
-def test_a_file_held_by_another_process_is_one_clear_error(db_path: Path, tmp_path: Path):
-    import subprocess
-    import sys
-
-    Warehouse.open(db_path).close()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
-            "print('held', flush=True); time.sleep(30)",
-            str(db_path),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        with pytest.raises(DatabaseLockedError) as info:
-            Warehouse.open(db_path)
-        message = str(info.value)
-        assert "in use by another process" in message and "\n" not in message
-        assert f"PID {holder.pid}" in message
-    finally:
-        holder.kill()
-        holder.wait()
+def test_a_file_held_by_another_process_is_one_clear_error(db_held_by_another_process, db_path):
+    with pytest.raises(DatabaseLockedError) as info:
+        Warehouse.open(db_path)
+    message = str(info.value)
+    assert "in use by another process" in message and "\n" not in message
+    assert f"PID {db_held_by_another_process.pid}" in message
 
 
 def test_a_transaction_that_fails_leaves_nothing_behind(warehouse):

@@ -9,15 +9,7 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from pipeline.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES, OBSERVED_AT
-
-
-class Clock:
-    def __init__(self, now):
-        self.now = now
-
-    def __call__(self):
-        return self.now
+from tests.conftest import FIXTURES, OBSERVED_AT, Clock
 
 
 @pytest.fixture

@@ -12,17 +12,10 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from pipeline.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES, OBSERVED_AT
+from tests.conftest import FIXTURES, OBSERVED_AT, Clock
 
 WORKLOAD = {"model": "Llama-3.1-8B", "method": "qlora", "tokens": "50M", "seq_len": "2048"}
 
-
-class Clock:
-    def __init__(self, now):
-        self.now = now
-
-    def __call__(self):
-        return self.now
 
 
 @pytest.fixture
