@@ -5,7 +5,8 @@ COPY scrapers ./scrapers
 COPY pipeline ./pipeline
 COPY warehouse ./warehouse
 COPY api ./api
-RUN pip install --no-cache-dir .
+# the lake extra: DuckLake/PostgreSQL extensions as packages, never downloaded at run time
+RUN pip install --no-cache-dir '.[lake]'
 ENV GPUPRICES_DB=/data/gpuprices.duckdb \
     GPUPRICES_HOST=0.0.0.0 \
     GPUPRICES_PORT=8000

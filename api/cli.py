@@ -17,12 +17,14 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 import orjson
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from api import cli_history
 from api.cli_alerts import alerts_after_collection, alerts_app, print_webhook_results
 from api.cli_quote import quote
+from api.cli_warehouse import warehouse_app
 from api.schemas import OfferOut
 from pipeline.collect import RunReport, run_collection
 from pipeline.errors import PipelineError
@@ -55,6 +57,12 @@ class OutputFormat(StrEnum):
     CSV = "csv"
 
 
+class Role(StrEnum):
+    ALL = "all"
+    API = "api"
+    COLLECTOR = "collector"
+
+
 class SortKey(StrEnum):
     PRICE_PER_GPU_HOUR = "price_per_gpu_hour"
     PRICE_PER_HOUR = "price_per_hour"
@@ -84,7 +92,7 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
         try:
             return command(*args, **kwargs)
         except (PipelineError, WarehouseError, ProviderError) as exc:
-            err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper
@@ -98,6 +106,8 @@ ConfigOption = Annotated[
 
 def _settings(db: Path | None, config: Path | None = None, **overrides: object) -> Settings:
     given = {k: v for k, v in {"db": db, **overrides}.items() if v is not None}
+    if db is not None:
+        given["warehouse"] = None  # an explicit --db file wins over GPUPRICES_WAREHOUSE
     return Settings.load(config, **given)
 
 
@@ -185,7 +195,7 @@ def collect(
     else:
         names = list(provider or settings.providers)
     with (
-        Warehouse.open(settings.db) as warehouse,
+        Warehouse.open(settings.warehouse_target) as warehouse,
         Progress(
             SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=err
         ) as progress,
@@ -265,7 +275,7 @@ def offers(
         jurisdiction=jurisdiction,
     )
     settings = _settings(db, config)
-    with Warehouse.open(settings.db) as warehouse:
+    with Warehouse.open(settings.warehouse_target) as warehouse:
         now = datetime.now(UTC)
         freshness = provider_freshness(warehouse, settings, now)
         answer = answer_offers(warehouse, settings, query, now, freshness)
@@ -373,6 +383,15 @@ def serve(
     no_scheduler: Annotated[
         bool, typer.Option("--no-scheduler", help="Serve only; do not collect on schedule")
     ] = False,
+    role: Annotated[
+        Role | None,
+        typer.Option(help="all: API and collection; api: read-only replica; collector "
+                     "[env: GPUPRICES_ROLE]"),
+    ] = None,
+    providers: Annotated[
+        str | None,
+        typer.Option(help="Providers to collect, e.g. vastai,runpod [env: GPUPRICES_PROVIDERS]"),
+    ] = None,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -381,10 +400,18 @@ def serve(
 
     from api.main import create_app
 
-    settings = _settings(db, config, host=host, port=port)
+    settings = _settings(
+        db,
+        config,
+        host=host,
+        port=port,
+        role=role.value if role is not None else None,
+        providers=providers,
+    )
     if no_scheduler:
         settings = settings.model_copy(update={"scheduler": False})
-    warehouse = Warehouse.open(settings.db)  # fail here, with one line, if the file is held
+    # fail here, with one line, if the file is held
+    warehouse = Warehouse.open(settings.warehouse_target)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # our own run lines say enough
     try:
@@ -462,6 +489,7 @@ def prune_cmd(db: DbOption = None, config: ConfigOption = None) -> None:
 
 app.command("quote")(quote)
 app.add_typer(alerts_app, name="alerts")
+app.add_typer(warehouse_app, name="warehouse")
 
 
 def main() -> None:

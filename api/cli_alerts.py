@@ -88,7 +88,7 @@ def _user_errors(command: Callable[P, R]) -> Callable[P, R]:
 
 
 def _settings(db: Path | None, config: Path | None) -> Settings:
-    return Settings.load(config, **({"db": db} if db is not None else {}))
+    return Settings.load(config, **({"db": db, "warehouse": None} if db is not None else {}))
 
 
 def _print_json(model: BaseModel) -> None:
@@ -214,7 +214,7 @@ def add(
     )
     spec = AlertSpec(url=url, condition=condition, band=band, cooldown=wait)
     settings = _settings(db, config)
-    with Warehouse.open(settings.db) as warehouse:
+    with Warehouse.open(settings.warehouse_target) as warehouse:
         created = created_out(create_alert(warehouse, spec, settings, datetime.now(UTC)))
     if fmt is AlertFormat.JSON:
         _print_json(created)
@@ -234,7 +234,7 @@ def list_command(
     fmt: FormatOption = AlertFormat.TABLE, db: DbOption = None, config: ConfigOption = None
 ) -> None:
     """Every alert with its state (armed, last value, last fired)."""
-    with Warehouse.open(_settings(db, config).db) as warehouse:
+    with Warehouse.open(_settings(db, config).warehouse_target) as warehouse:
         alerts = [alert_out(status) for status in list_alerts(warehouse)]
     if fmt is AlertFormat.JSON:
         _print_json(AlertsPage(alerts=alerts, count=len(alerts)))
@@ -263,7 +263,7 @@ def rm(
     config: ConfigOption = None,
 ) -> None:
     """Delete an alert; its pending deliveries are cancelled."""
-    with Warehouse.open(_settings(db, config).db) as warehouse:
+    with Warehouse.open(_settings(db, config).warehouse_target) as warehouse:
         delete_alert(warehouse, alert_id, datetime.now(UTC))
     err.print(f"deleted {alert_id}")
 
@@ -300,7 +300,7 @@ def test(
 ) -> None:
     """Send an `alert.test` event now (later retries, if any, belong to `serve`)."""
     settings = _settings(db, config)
-    with Warehouse.open(settings.db) as warehouse:
+    with Warehouse.open(settings.warehouse_target) as warehouse:
         delivery = delivery_out(send_test(warehouse, settings, alert_id))
     if fmt is AlertFormat.JSON:
         _print_json(delivery)
@@ -320,7 +320,7 @@ def deliveries(
     config: ConfigOption = None,
 ) -> None:
     """Every delivery of an alert with each attempt: time, status code, latency, error."""
-    with Warehouse.open(_settings(db, config).db) as warehouse:
+    with Warehouse.open(_settings(db, config).warehouse_target) as warehouse:
         logs = [delivery_out(log) for log in alert_deliveries(warehouse, alert_id, limit)]
     if fmt is AlertFormat.JSON:
         _print_json(DeliveriesPage(deliveries=logs, count=len(logs)))

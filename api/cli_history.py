@@ -70,7 +70,7 @@ def history(
         continent=location[1],
         jurisdiction=location[2],
     )
-    with Warehouse.open(settings.db) as warehouse:
+    with Warehouse.open(settings.warehouse_target) as warehouse:
         body = HistoryOut.model_validate(price_history(warehouse, query, datetime.now(UTC)))
     data = body.model_dump(mode="json")
     if fmt == "json":
@@ -132,12 +132,12 @@ def export(settings: Settings, since: str, until: str | None, out: Path) -> int:
     start = parse_time(since, "--since")
     end = parse_time(until, "--until") or datetime.now(UTC)
     assert start is not None
-    with Warehouse.open(settings.db) as warehouse:
+    with Warehouse.open(settings.warehouse_target) as warehouse:
         return export_partitioned(warehouse, start, end, out)
 
 
 def prune_command(settings: Settings) -> dict[str, int]:
-    with Warehouse.open(settings.db) as warehouse:
+    with Warehouse.open(settings.warehouse_target) as warehouse:
         return prune(warehouse, datetime.now(UTC), settings.retention)
 
 

@@ -214,7 +214,7 @@ def quote(
                 top=top,
             )
             settings = Settings() if db is None else Settings(db=db)
-            with Warehouse.open(settings.db) as warehouse:
+            with Warehouse.open(settings.warehouse_target) as warehouse:
                 result = quotes_out(quote_offers(warehouse, request))
     except WorkloadError as exc:
         raise typer.BadParameter(exc.detail, param_hint=_option(exc.field)) from None

@@ -9,9 +9,11 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from pipeline.alerts.targets import Resolver, resolve_host
-from pipeline.freshness import ProviderFreshness, provider_freshness
+from pipeline.freshness import ProviderFreshness, cached_status, provider_freshness
+from pipeline.offers import serve_from_memory
 from pipeline.schedule import Collector
 from pipeline.settings import Settings
 from warehouse import Warehouse
@@ -27,22 +29,27 @@ __all__ = [
 ]
 
 
-def get_warehouse(request: Request) -> Warehouse:
+# The dependencies that only read app state are `async def`: FastAPI runs them inline instead
+# of handing each to the thread pool (a hop costs more than the work).
+
+
+async def get_warehouse(request: Request) -> Warehouse:
     warehouse: Warehouse = request.app.state.warehouse
+    serve_from_memory(warehouse)  # a serving process answers current offers from memory
     return warehouse
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_clock(request: Request) -> Callable[[], datetime]:
+async def get_clock(request: Request) -> Callable[[], datetime]:
     clock: Callable[[], datetime] = request.app.state.clock
     return clock
 
 
-def get_collector(request: Request) -> Collector | None:
+async def get_collector(request: Request) -> Collector | None:
     collector: Collector | None = request.app.state.collector
     return collector
 
@@ -53,11 +60,14 @@ ClockDep = Annotated[Callable[[], datetime], Depends(get_clock)]
 CollectorDep = Annotated[Collector | None, Depends(get_collector)]
 
 
-def get_freshness(
+async def get_freshness(
     warehouse: WarehouseDep, settings: SettingsDep, clock: ClockDep, collector: CollectorDep
 ) -> list[ProviderFreshness]:
+    """Inline while the runs just read serve the request burst; else read in the thread pool."""
     next_runs = collector.next_run_at if collector is not None else (lambda _name: None)
-    return provider_freshness(warehouse, settings, clock(), next_runs)
+    if cached_status(warehouse) is not None:
+        return provider_freshness(warehouse, settings, clock(), next_runs)
+    return await run_in_threadpool(provider_freshness, warehouse, settings, clock(), next_runs)
 
 
 FreshnessDep = Annotated[list[ProviderFreshness], Depends(get_freshness)]

@@ -43,15 +43,16 @@ def create_app(
 
     With `settings.scheduler` on, the app also collects on schedule through the same database
     handle it reads from, starting at start-up; the lifespan stops the schedule (letting a running
-    write finish) before the database is closed.
+    write finish) before the database is closed. `settings.role == "api"` is a read-only replica:
+    no collection, no webhook sending, no pruning.
     """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = warehouse is None
-        app.state.warehouse = warehouse or Warehouse.open(settings.db)
+        app.state.warehouse = warehouse or Warehouse.open(settings.warehouse_target)
         app.state.collector = None
-        if settings.scheduler:
+        if settings.scheduler and settings.role != "api":
             app.state.collector = Collector(
                 app.state.warehouse, settings, client_factory=client_factory, now=clock
             )

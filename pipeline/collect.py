@@ -20,14 +20,15 @@ import httpx
 
 from pipeline.catalog import Catalog, get_catalog
 from pipeline.errors import UnknownProviderError
+from pipeline.freshness import snapshot_written
 from pipeline.normalize import normalize, offers_to_table, rejects_to_table
 from scrapers import PROVIDERS, Credentials, ProviderError, ProviderModule, build_client
 from scrapers.base import credentials_from_env
-from scrapers.models import Reject
+from scrapers.models import ParseResult, Reject
 from warehouse import RunRow, Warehouse
 from warehouse.queries import insert_run
 
-__all__ = ["RunReport", "Stage", "provider_module", "run_collection", "utc_now"]
+__all__ = ["RunReport", "Stage", "provider_module", "run_collection", "store_run", "utc_now"]
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ def _collect_one(
     source = f"replay:{replay}" if replay is not None else provider.URL
 
     def stored(status: Literal["ok", "failed"], error: str | None, result=None) -> RunReport:
-        offers = result.offers if result else []
+        offer_count = result.offer_count if result else 0
         rejects = result.rejects if result else []
         progress(provider.NAME, "storing")
         row = RunRow(
@@ -103,24 +104,18 @@ def _collect_one(
             finished_at=now(),
             observed_at=observed,
             status=status,
-            offer_count=len(offers),
+            offer_count=offer_count,
             reject_count=len(rejects),
             error=error,
             source=source,
         )
-        with warehouse.transaction() as conn:
-            insert_run(
-                conn,
-                row,
-                offers_to_table(offers) if offers else None,
-                rejects_to_table(rejects, observed) if rejects else None,
-            )
+        store_run(warehouse, row, result)
         progress(provider.NAME, status)
         return RunReport(
             provider=provider.NAME,
             run_id=run_id,
             status=status,
-            offer_count=len(offers),
+            offer_count=offer_count,
             reject_count=len(rejects),
             error=error,
             seconds=time.perf_counter() - started,
@@ -147,6 +142,20 @@ def _collect_one(
         )
         return None
     return _logged(stored("ok", None, result))
+
+
+def store_run(warehouse: Warehouse, run: RunRow, result: ParseResult | None) -> None:
+    """Store one provider run whole, in one transaction: its row, offers and rejects in bulk."""
+    offers = offers_to_table(result) if result is not None else None
+    rejects = result.rejects if result is not None else []
+    with warehouse.transaction() as conn:
+        insert_run(
+            conn,
+            run,
+            offers if offers is not None and offers.num_rows else None,
+            rejects_to_table(rejects, run.observed_at) if rejects else None,
+        )
+    snapshot_written(warehouse)
 
 
 def _logged(report: RunReport) -> RunReport:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -9,17 +11,21 @@ from typing import Any, Literal
 
 from pipeline.catalog import Catalog, GpuSpec, Resolution, get_catalog
 from pipeline.collect import provider_module
+from pipeline.freshness import cached_status, provider_status
 from pipeline.location import get_locator
 from scrapers.models import FormFactor, Pricing
 from warehouse import OfferFilters, Warehouse
 from warehouse import queries as q
+from warehouse.current import CurrentOffers
 
 __all__ = [
     "OfferQuery",
+    "answered_from_memory",
     "current_offers",
     "gpu_specs",
     "provider_runs",
     "resolve_gpu",
+    "serve_from_memory",
     "unknown_gpus",
 ]
 
@@ -72,10 +78,56 @@ def offer_filters(query: OfferQuery, catalog: Catalog | None = None) -> OfferFil
 def current_offers(
     warehouse: Warehouse, query: OfferQuery, catalog: Catalog | None = None
 ) -> list[dict[str, Any]]:
-    """Offers of each provider's latest good snapshot (or as of `query.as_of`), cheapest first."""
+    """Offers of each provider's latest good snapshot (or as of `query.as_of`), cheapest first.
+
+    From the in-memory copy when the warehouse is `serve_from_memory` and the copy answers the
+    filters; else one query.
+    """
     filters = _filters(query, catalog or get_catalog())
+    if warehouse in _served and CurrentOffers.answers(filters):
+        return _in_memory(warehouse).rows(filters)
     with warehouse.cursor() as cur:
         return q.latest_offers(cur, filters)
+
+
+_served: weakref.WeakKeyDictionary[Warehouse, CurrentOffers | None] = weakref.WeakKeyDictionary()
+_reload_lock = threading.Lock()
+
+
+def serve_from_memory(warehouse: Warehouse) -> None:
+    """Answer `current_offers` on `warehouse` from a copy kept in memory (a serving process).
+
+    The copy is read again when a provider's snapshot changes (`provider_status`: at once for a
+    run this process wrote, within `STATUS_TTL_S` for one another process wrote).
+    """
+    _served.setdefault(warehouse, None)
+
+
+def _version(status: list[dict[str, Any]]) -> tuple[tuple[str, str | None], ...]:
+    return tuple((row["provider"], row["snapshot_run_id"]) for row in status)
+
+
+def answered_from_memory(warehouse: Warehouse, query: OfferQuery) -> bool:
+    """Whether `current_offers(warehouse, query)` reads nothing from the database right now."""
+    copy = _served.get(warehouse)
+    if copy is None or query.as_of is not None or query.region:
+        return False
+    status = cached_status(warehouse)
+    return status is not None and copy.version == _version(status)
+
+
+def _in_memory(warehouse: Warehouse) -> CurrentOffers:
+    version = _version(provider_status(warehouse))
+    copy = _served.get(warehouse)
+    if copy is not None and copy.version == version:
+        return copy
+    with _reload_lock:
+        copy = _served.get(warehouse)
+        if copy is None or copy.version != version:
+            with warehouse.cursor() as cur:
+                copy = CurrentOffers.load(cur, version)
+            _served[warehouse] = copy
+    return copy
 
 
 def unknown_gpus(warehouse: Warehouse) -> list[dict[str, Any]]:

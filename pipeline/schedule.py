@@ -12,6 +12,7 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import httpx
 from apscheduler.events import (
@@ -26,6 +27,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from pipeline.alerts import deliver_due, evaluate_alerts
 from pipeline.collect import run_collection, utc_now
 from pipeline.history import prune
+from pipeline.leases import RENEWALS_PER_TTL, LeaseKeeper
 from pipeline.settings import Settings
 from scrapers import build_client
 from warehouse import Warehouse
@@ -48,26 +50,46 @@ def collect_provider(
     stop: threading.Event,
     client_factory: Callable[[], httpx.Client],
     now: Callable[[], datetime],
+    leases: LeaseKeeper | None = None,
 ) -> None:
-    """The job: one collection of one provider (abandoned before its write if shutting down)."""
-    if stop.is_set():
+    """The job: one collection of one provider (abandoned before its write if shutting down,
+    or if another collector holds the provider's lease)."""
+    if stop.is_set() or (leases is not None and not leases.holds_provider(provider)):
         return
+
+    def should_stop() -> bool:
+        return stop.is_set() or (leases is not None and not leases.confirm_provider(provider))
+
+    replay = _replay_file(settings.replay_dir, provider) if settings.replay_dir else None
     run_collection(
         [provider],
         warehouse,
         now=now,
+        replays={provider: replay} if replay is not None else None,
         env=settings.provider_env(),
         client_factory=client_factory,
-        should_stop=stop.is_set,
+        should_stop=should_stop,
     )
     evaluate_alerts(warehouse, settings, now())  # events go to the outbox; sent by `deliver`
 
 
+def _replay_file(directory: Path, provider: str) -> Path | None:
+    """Testing only (`replay_dir`): the saved body `<dir>/<provider>.*`, if there is one."""
+    found = sorted(directory.glob(f"{provider}.*"))
+    return found[0] if found else None
+
+
 def prune_raw(
-    warehouse: Warehouse, settings: Settings, now: Callable[[], datetime], stop: threading.Event
+    warehouse: Warehouse,
+    settings: Settings,
+    now: Callable[[], datetime],
+    stop: threading.Event,
+    leases: LeaseKeeper | None = None,
 ) -> None:
-    """The retention job: raw observations older than `settings.retention` go (summaries stay)."""
-    if stop.is_set():
+    """The retention job: raw observations older than `settings.retention` go (summaries stay).
+
+    On a lake only the holder of the `retention` lease prunes."""
+    if stop.is_set() or (leases is not None and not leases.holds("retention")):
         return
     deleted = prune(warehouse, now(), settings.retention)
     logger.info("prune %s", " ".join(f"{table}={n}" for table, n in deleted.items()))
@@ -91,8 +113,12 @@ class Collector:
         self._client_factory = client_factory
         self._now = now
         self._run_at_start = run_at_start
+        # On a lake several collectors share the providers through leases; a file has one.
+        self.leases = LeaseKeeper(warehouse, settings, now) if warehouse.lake else None
+        standby = settings.standby_for if self.leases is not None else []
+        self.providers = list(dict.fromkeys([*settings.providers, *standby]))
         # One worker per provider: a hanging provider never delays the others.
-        workers = max(1, len(settings.providers))
+        workers = max(1, len(self.providers))
         self.scheduler = BackgroundScheduler(
             executors={"default": ThreadPoolExecutor(max_workers=workers)}, timezone="UTC"
         )
@@ -106,7 +132,10 @@ class Collector:
 
     def start(self) -> None:
         first = self._now()
-        for index, provider in enumerate(self.settings.providers):
+        if self.leases is not None:
+            self.leases.refresh()  # before the first runs: they collect only what they hold
+            self._add_lease_job(self.leases)
+        for index, provider in enumerate(self.providers):
             interval = self.settings.interval(provider)
             # Leaving next_run_time out lets the trigger compute it (None would pause the job).
             first_run = {"next_run_time": first + FIRST_RUN_STAGGER * index}
@@ -116,7 +145,7 @@ class Collector:
                 seconds=interval.total_seconds(),
                 jitter=min(self.settings.jitter_s, int(interval.total_seconds() / 10)) or None,
                 args=[provider, self._warehouse, self.settings, self.stop,
-                      self._client_factory, self._now],
+                      self._client_factory, self._now, self.leases],
                 id=f"collect:{provider}",
                 name=f"collect {provider}",
                 max_instances=1,
@@ -144,7 +173,7 @@ class Collector:
             prune_raw,
             trigger="interval",
             seconds=PRUNE_EVERY.total_seconds(),
-            args=[self._warehouse, self.settings, self._now, self.stop],
+            args=[self._warehouse, self.settings, self._now, self.stop, self.leases],
             id="prune:raw",
             name="prune raw observations",
             executor="webhooks",
@@ -155,7 +184,23 @@ class Collector:
             next_run_time=self._now() + FIRST_PRUNE_AFTER,
         )
         self.scheduler.start()
-        logger.info("collection schedule started for %s", ", ".join(self.settings.providers))
+        logger.info("collection schedule started for %s", ", ".join(self.providers))
+
+    def _add_lease_job(self, leases: LeaseKeeper) -> None:
+        renew_every = self.settings.lease_ttl / RENEWALS_PER_TTL
+        self.scheduler.add_executor(ThreadPoolExecutor(max_workers=1), alias="leases")
+        self.scheduler.add_job(
+            leases.refresh,
+            trigger="interval",
+            seconds=renew_every.total_seconds(),
+            id="leases:refresh",
+            name="renew leases",
+            executor="leases",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=max(1, int(renew_every.total_seconds())),
+            replace_existing=True,
+        )
 
     def next_run_at(self, provider: str) -> datetime | None:
         job = self.scheduler.get_job(f"collect:{provider}")
@@ -166,6 +211,8 @@ class Collector:
         self.stop.set()
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
+        if self.leases is not None:
+            self.leases.release_all()
         logger.info("collection schedule stopped")
 
     @staticmethod

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BeforeValidator, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
@@ -23,11 +23,14 @@ from pydantic_settings import (
 )
 
 from pipeline.errors import PipelineError
+from warehouse import WarehouseError
+from warehouse.target import Target, parse_target
 
 __all__ = [
     "DEFAULT_DB",
     "DEFAULT_INTERVALS",
     "Duration",
+    "Role",
     "Settings",
     "SettingsError",
     "parse_duration",
@@ -64,6 +67,7 @@ def parse_duration(value: Any) -> timedelta:
 
 
 Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
+Role = Literal["all", "api", "collector"]
 
 
 class Settings(BaseSettings):
@@ -72,6 +76,28 @@ class Settings(BaseSettings):
     )
 
     db: Path = Field(default=DEFAULT_DB, description="DuckDB file")
+    warehouse: str | None = Field(
+        default=None,
+        description="duckdb:///file.duckdb or ducklake:postgres:dbname=... (default: `db`)",
+    )
+    lake_data_path: str | None = Field(
+        default=None, description="A DuckLake's data files: shared directory or s3://bucket/prefix"
+    )
+    role: Role = Field(
+        default="all", description="What `serve` runs: all, api (read only) or collector"
+    )
+    lease_ttl: Duration = Field(
+        default=timedelta(seconds=60),
+        description="How long a collector's lease on a provider lasts without renewal",
+    )
+    standby_for: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Providers this collector takes over when no other collector holds them",
+    )
+    replay_dir: Path | None = Field(
+        default=None,
+        description="Testing only: scheduled runs replay <dir>/<provider>.* instead of fetching",
+    )
     host: str = Field(default="127.0.0.1", description="Address `serve` listens on")
     port: int = Field(default=8000, ge=1, le=65535, description="Port `serve` listens on")
     providers: Annotated[list[str], NoDecode] = Field(
@@ -117,7 +143,7 @@ class Settings(BaseSettings):
         default=timedelta(seconds=5), description="How often `serve` sends due deliveries"
     )
 
-    @field_validator("providers", mode="before")
+    @field_validator("providers", "standby_for", mode="before")
     @classmethod
     def _split(cls, value: Any) -> Any:
         if isinstance(value, str):
@@ -129,13 +155,27 @@ class Settings(BaseSettings):
         from scrapers import PROVIDERS
 
         known = sorted(PROVIDERS)
-        for name in [*self.providers, *self.intervals, *self.stale_after]:
+        for name in [*self.providers, *self.standby_for, *self.intervals, *self.stale_after]:
             if name not in PROVIDERS:
                 raise ValueError(f"unknown provider '{name}' (known: {', '.join(known)})")
         for name, interval in self.intervals.items():
             if interval <= timedelta(0):
                 raise ValueError(f"intervals.{name} must be positive")
+        if self.lease_ttl <= timedelta(0):
+            raise ValueError("lease_ttl must be positive")
+        if self.warehouse is not None:
+            try:
+                parse_target(self.warehouse, self.lake_data_path)
+            except WarehouseError as exc:
+                raise ValueError(str(exc)) from None
         return self
+
+    @property
+    def warehouse_target(self) -> Target:
+        """What `Warehouse.open` opens: `warehouse` when set, else the `db` file."""
+        if self.warehouse is None:
+            return self.db
+        return parse_target(self.warehouse, self.lake_data_path)
 
     def interval(self, provider: str) -> timedelta:
         return self.intervals.get(provider) or DEFAULT_INTERVALS.get(provider, FALLBACK_INTERVAL)

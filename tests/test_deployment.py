@@ -45,3 +45,50 @@ def test_the_image_runs_the_same_command_and_database_path():
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert 'CMD ["gpuprices", "serve"]' in dockerfile
     assert f"GPUPRICES_DB={SERVICE['environment']['GPUPRICES_DB']}" in dockerfile
+
+
+LAKE = {name: s for name, s in COMPOSE["services"].items() if "lake" in s.get("profiles", [])}
+
+
+def _option(command: list[str], name: str) -> str:
+    return command[command.index(name) + 1]
+
+
+def test_the_lake_profile_has_postgres_two_collectors_and_two_api_replicas():
+    roles = sorted(_option(s["command"], "--role") for s in LAKE.values() if "command" in s)
+    assert roles == ["api", "api", "collector", "collector"]
+    assert LAKE["lake-postgres"]["image"].startswith("postgres:15")
+    assert "profiles" not in SERVICE  # the single-file service stays the default
+
+
+def test_the_collectors_split_the_providers_and_stand_by_for_each_other():
+    from scrapers import PROVIDERS
+
+    collectors = [s for s in LAKE.values() if "collector" in s.get("command", [])]
+    owned = [set(_option(s["command"], "--providers").split(",")) for s in collectors]
+    standby = [set(s["environment"]["GPUPRICES_STANDBY_FOR"].split(",")) for s in collectors]
+    assert owned[0].isdisjoint(owned[1]) and owned[0] | owned[1] == set(PROVIDERS)
+    assert standby == [owned[1], owned[0]]
+
+
+def test_every_lake_service_opens_the_same_lake_on_the_shared_volume():
+    postgres = LAKE["lake-postgres"]["environment"]
+    for name, service in LAKE.items():
+        if name == "lake-postgres":
+            continue
+        env = service["environment"]
+        settings = Settings(
+            warehouse=env["GPUPRICES_WAREHOUSE"], lake_data_path=env["GPUPRICES_LAKE_DATA_PATH"]
+        )
+        target = settings.warehouse_target
+        assert f"host=lake-postgres user={postgres['POSTGRES_USER']}" in str(target)
+        assert f"dbname={postgres['POSTGRES_DB']}" in str(target)
+        [mount] = service["volumes"]
+        volume, path = mount.split(":")
+        assert volume in COMPOSE["volumes"]
+        assert Path(env["GPUPRICES_LAKE_DATA_PATH"]).is_relative_to(path)
+        assert service["depends_on"]["lake-postgres"]["condition"] == "service_healthy"
+
+
+def test_the_image_has_the_lake_extra():
+    assert "'.[lake]'" in (ROOT / "Dockerfile").read_text()

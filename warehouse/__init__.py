@@ -1,18 +1,28 @@
-"""DuckDB storage: numbered migrations, one transaction per provider run, named queries."""
+"""DuckDB storage (a file or a DuckLake): numbered migrations, one transaction per provider
+run, named queries."""
 
 from __future__ import annotations
 
 from warehouse.db import Warehouse
-from warehouse.errors import DatabaseLockedError, MigrationError, WarehouseError
+from warehouse.errors import (
+    DatabaseLockedError,
+    MigrationError,
+    MissingExtraError,
+    WarehouseError,
+)
 from warehouse.queries import OFFER_SCHEMA, REJECT_SCHEMA, OfferFilters, RunRow
+from warehouse.target import LakeTarget, parse_target
 
 __all__ = [
     "OFFER_SCHEMA",
     "REJECT_SCHEMA",
     "DatabaseLockedError",
+    "LakeTarget",
     "MigrationError",
+    "MissingExtraError",
     "OfferFilters",
     "RunRow",
     "Warehouse",
     "WarehouseError",
+    "parse_target",
 ]

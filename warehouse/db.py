@@ -6,14 +6,17 @@ import logging
 import re
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import UTC, datetime
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
 
 import duckdb
 
+from warehouse import lake as _lake
+from warehouse import leases as _leases
 from warehouse.errors import DatabaseLockedError, MigrationError, WarehouseError
+from warehouse.target import LakeTarget, Target, parse_target
 
 __all__ = ["Warehouse", "translate_error"]
 
@@ -50,25 +53,56 @@ def _migrations() -> list[tuple[int, str, str]]:
 
 
 class Warehouse:
-    """One DuckDB database. Threads get their own cursor; writes go through `transaction()`."""
+    """One DuckDB database (embedded file or DuckLake). Threads get their own cursor; writes go
+    through `transaction()`."""
 
-    def __init__(self, conn: duckdb.DuckDBPyConnection, path: str) -> None:
+    def __init__(
+        self, conn: duckdb.DuckDBPyConnection, path: str, lake: LakeTarget | None = None
+    ) -> None:
         self._conn = conn
         self.path = path
+        self.lake = lake
+        """The lake this warehouse is on; None for an embedded file."""
         self._write_lock = threading.Lock()
 
     @classmethod
-    def open(cls, path: str | Path, *, read_only: bool = False) -> Warehouse:
-        """Open (creating if needed) and migrate the database at `path` (':memory:' allowed)."""
-        target = str(path)
-        if target != ":memory:" and not read_only:
-            Path(target).parent.mkdir(parents=True, exist_ok=True)
+    def open(
+        cls,
+        path: str | Target,
+        *,
+        read_only: bool = False,
+        data_path: str | Path | None = None,
+    ) -> Warehouse:
+        """Open (creating if needed) and migrate the warehouse at `path`.
+
+        `path` is a file (':memory:' allowed), a `duckdb://` URL, a `LakeTarget`, or a
+        `ducklake:postgres:` URL with its `data_path`.
+        """
+        target = path if isinstance(path, LakeTarget) else parse_target(path, data_path)
+        if isinstance(target, LakeTarget):
+            return cls._open_lake(target, read_only=read_only)
+        name = str(target)
+        if name != ":memory:" and not read_only:
+            Path(name).parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = duckdb.connect(target, read_only=read_only)
+            conn = duckdb.connect(name, read_only=read_only)
             conn.execute("SET TimeZone = 'UTC'")
         except duckdb.Error as exc:
-            raise translate_error(exc, target) from exc
-        warehouse = cls(conn, target)
+            raise translate_error(exc, name) from exc
+        warehouse = cls(conn, name)
+        if not read_only:
+            warehouse.migrate()
+        return warehouse
+
+    @classmethod
+    def _open_lake(cls, target: LakeTarget, *, read_only: bool) -> Warehouse:
+        if not target.data_path.startswith(("s3://", "s3a://", "gs://", "http")):
+            Path(target.data_path).mkdir(parents=True, exist_ok=True)
+        try:
+            conn = _lake.connect_lake(target)
+        except duckdb.Error as exc:
+            raise translate_error(exc, str(target)) from exc
+        warehouse = cls(conn, str(target), target)
         if not read_only:
             warehouse.migrate()
         return warehouse
@@ -87,6 +121,8 @@ class Warehouse:
         """A cursor of its own for one unit of read work (safe across threads)."""
         cur = self._conn.cursor()
         try:
+            if self.lake is not None:
+                cur.execute(f"USE {_lake.LAKE_ALIAS}")  # a cursor starts on the default db
             yield cur
         except duckdb.Error as exc:
             raise translate_error(exc, self.path) from exc
@@ -95,8 +131,11 @@ class Warehouse:
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """Commit everything done inside, or roll it all back and re-raise."""
-        with self._write_lock, self.cursor() as cur:
+        """Commit everything done inside, or roll it all back and re-raise.
+
+        On a lake the block holds the cluster write lock: one writer at a time, cluster-wide.
+        """
+        with self._write_lock, self.exclusive(_lake.WRITE_LOCK), self.cursor() as cur:
             cur.begin()
             try:
                 yield cur
@@ -104,6 +143,26 @@ class Warehouse:
                 cur.rollback()
                 raise
             cur.commit()
+
+    def exclusive(self, name: str) -> AbstractContextManager[None]:
+        """A lock named `name` across every process on this lake (nothing for a file, which
+        one process holds)."""
+        if self.lake is None:
+            return nullcontext()
+        return _lake.cluster_lock(self.lake.conninfo, name)
+
+    def take_lease(self, name: str, holder: str, ttl: timedelta) -> bool:
+        """Take or renew lease `name` for `ttl`; False while another holder has it.
+
+        An embedded file has one writing process, which always holds every lease.
+        """
+        if self.lake is None:
+            return True
+        return _leases.take_lease(self.lake.conninfo, name, holder, ttl)
+
+    def release_lease(self, name: str, holder: str) -> None:
+        if self.lake is not None:
+            _leases.release_lease(self.lake.conninfo, name, holder)
 
     def schema_version(self) -> int:
         with self.cursor() as cur:
@@ -118,7 +177,8 @@ class Warehouse:
         already applied still runs.
         """
         applied: list[str] = []
-        self.schema_version()  # creates the schema_version table on a new database
+        with self.transaction() as cur:  # on a lake, under the cluster lock: one creator
+            cur.execute(_SCHEMA_VERSION_DDL)
         with self.cursor() as cur:
             done = {
                 int(row[0]) for row in cur.execute("SELECT version FROM schema_version").fetchall()
@@ -128,6 +188,8 @@ class Warehouse:
                 continue
             try:
                 with self.transaction() as cur:
+                    if _applied(cur, version):
+                        continue  # another process on the lake applied it meanwhile
                     cur.execute(sql)
                     cur.execute(
                         "INSERT INTO schema_version VALUES (?, ?, ?)",
@@ -138,3 +200,8 @@ class Warehouse:
             logger.info("applied migration %s", name)
             applied.append(name)
         return applied
+
+
+def _applied(cur: duckdb.DuckDBPyConnection, version: int) -> bool:
+    row = cur.execute("SELECT count(*) FROM schema_version WHERE version = ?", [version]).fetchone()
+    return bool(row and row[0])

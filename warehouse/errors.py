@@ -2,12 +2,13 @@
 
 WarehouseError              every storage failure
 ├── DatabaseLockedError     another process holds the DuckDB file
-└── MigrationError          a migration failed; the database is left at the previous version
+├── MigrationError          a migration failed; the database is left at the previous version
+└── MissingExtraError       a DuckLake warehouse without the `gpuprices[lake]` packages
 """
 
 from __future__ import annotations
 
-__all__ = ["DatabaseLockedError", "MigrationError", "WarehouseError"]
+__all__ = ["DatabaseLockedError", "MigrationError", "MissingExtraError", "WarehouseError"]
 
 
 class WarehouseError(Exception):
@@ -20,3 +21,7 @@ class DatabaseLockedError(WarehouseError):
 
 class MigrationError(WarehouseError):
     """A schema migration failed."""
+
+
+class MissingExtraError(WarehouseError):
+    """An optional package the chosen backend needs is not installed; the message names it."""

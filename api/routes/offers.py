@@ -2,16 +2,19 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, HTTPException, Query, Response
+from pydantic import TypeAdapter
+from starlette.concurrency import run_in_threadpool
 
 from api import parameters as p
 from api.deps import ClockDep, FreshnessDep, SettingsDep, WarehouseDep
 from api.schemas import OfferOut, OffersPage, ProviderFreshnessOut
-from pipeline.offers import OfferQuery
-from pipeline.serving import answer_offers
+from pipeline.offers import OfferQuery, answered_from_memory
+from pipeline.serving import OffersAnswer, answer_offers
 from pipeline.settings import parse_duration
 
 router = APIRouter(prefix="/offers", tags=["offers"])
+_OFFERS = TypeAdapter(list[OfferOut])
 
 MaxAge = Annotated[
     str | None, Query(description="Leave out providers whose snapshot is older, e.g. 30m, 2h")
@@ -22,7 +25,7 @@ def split_providers(values: list[str] | None) -> tuple[str, ...]:
     return tuple(n.strip() for v in values or () for n in v.split(",") if n.strip())
 
 
-def offer_query(
+async def offer_query(
     gpu: p.GpuParam = None,
     provider: p.ProviderParam = None,
     pricing: p.PricingParam = None,
@@ -61,14 +64,14 @@ OfferQueryDep = Annotated[OfferQuery, Depends(offer_query)]
 
 
 @router.get("", response_model=OffersPage, summary="What is on offer now (or as of a time)")
-def list_offers(
+async def list_offers(
     warehouse: WarehouseDep,
     settings: SettingsDep,
     clock: ClockDep,
     freshness: FreshnessDep,
     query: OfferQueryDep,
     max_age: MaxAge = None,
-) -> OffersPage:
+) -> Response:
     """Each provider's latest good snapshot, cheapest per GPU-hour first, with its freshness.
 
     A provider whose last run failed still serves its last good snapshot, marked stale.
@@ -77,10 +80,20 @@ def list_offers(
         age = parse_duration(max_age) if max_age is not None else None
     except ValueError as exc:
         raise HTTPException(422, detail=f"max_age: {exc}") from None
-    answer = answer_offers(warehouse, settings, query, clock(), freshness, age)
-    offers = [OfferOut.model_validate(row) for row in answer.offers]
-    return OffersPage(
+    if answered_from_memory(warehouse, query):  # microseconds: no thread-pool hop
+        return _page(answer_offers(warehouse, settings, query, clock(), freshness, age))
+    answer = await run_in_threadpool(
+        answer_offers, warehouse, settings, query, clock(), freshness, age
+    )
+    return _page(answer)
+
+
+def _page(answer: OffersAnswer) -> Response:
+    offers = _OFFERS.validate_python(answer.offers)
+    page = OffersPage(
         offers=offers,
         count=len(offers),
         providers=[ProviderFreshnessOut.model_validate(f) for f in answer.providers],
     )
+    # Serialized once, by pydantic, instead of validated again against response_model.
+    return Response(page.model_dump_json(), media_type="application/json")

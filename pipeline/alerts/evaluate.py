@@ -11,7 +11,8 @@ so never a half-written one), then `decide` compares that with the rule's state:
   at the first evaluation after the cooldown if the condition still holds), never repeated.
 
 A new rule has no state, so a condition that already holds fires at its first evaluation. New
-states and events are written in one transaction; evaluations in one process never overlap.
+states and events are written in one transaction; evaluations never overlap (in one process,
+nor across a lake's collectors: `EVALUATION_LOCK`).
 """
 
 from __future__ import annotations
@@ -180,12 +181,16 @@ def _event_data(
     return data
 
 
+EVALUATION_LOCK = "gpuprices:alerts-evaluate"
+
+
 def evaluate_alerts(
     warehouse: Warehouse, settings: Settings, now: datetime, catalog: Catalog | None = None
 ) -> list[str]:
     """Evaluate every enabled rule on the stored data; store the events; return their ids."""
     cat = catalog or get_catalog()
-    with _EVALUATION:
+    # one evaluation at a time in this process and, on a lake, in the whole cluster
+    with _EVALUATION, warehouse.exclusive(EVALUATION_LOCK):
         with warehouse.cursor() as cur:
             rules = [rule_from_row(row) for row in wa.list_rules(cur, enabled_only=True)]
             states = wa.rule_states(cur)

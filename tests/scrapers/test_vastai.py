@@ -123,3 +123,53 @@ def test_fetch_gives_up_after_repeated_5xx_with_the_status(respx_mock, client_fa
     respx_mock.post(vastai.URL).mock(return_value=httpx.Response(503))
     with client_factory() as client, pytest.raises(ProviderHTTPError, match="HTTP 503"):
         vastai.fetch(client, None)
+
+
+def stored_offers(warehouse) -> int:
+    with warehouse.cursor() as cur:
+        return cur.execute("SELECT count(*) FROM offer_observations").fetchone()[0]
+
+
+@pytest.mark.parametrize(
+    ("responses", "error"),
+    [
+        ([httpx.Response(401, json={"error": "invalid key"})], "HTTP 401"),
+        ([httpx.ConnectTimeout("connect timed out")] * 4, "timed out"),
+        ([httpx.Response(200, content=BODY[: len(BODY) // 2])], "not JSON"),
+        ([httpx.Response(200, text="<html>maintenance</html>")], "not JSON"),
+    ],
+    ids=["401", "timeout", "truncated-body", "html-instead-of-json"],
+)
+@respx.mock(assert_all_mocked=True)
+def test_a_failed_run_is_recorded_with_its_error_and_stores_nothing(
+    respx_mock, warehouse, client_factory, responses, error
+):
+    from pipeline.collect import run_collection
+
+    respx_mock.post(vastai.URL).mock(side_effect=responses)
+    [report] = run_collection(
+        ["vastai"], warehouse, client_factory=client_factory, env={"VASTAI_API_KEY": "k"}
+    )
+    assert report.status == "failed" and error in (report.error or "")
+    assert stored_offers(warehouse) == 0
+
+
+@pytest.mark.parametrize(
+    ("first", "waits"),
+    [
+        (httpx.Response(429, headers={"Retry-After": "7"}), [7.0]),
+        (httpx.Response(429), [2.0]),
+        (httpx.Response(500), [2.0]),
+    ],
+    ids=["429-retry-after", "429", "500"],
+)
+@respx.mock(assert_all_mocked=True)
+def test_a_retried_answer_then_success_stores_the_snapshot(
+    respx_mock, warehouse, client_factory, first, waits
+):
+    from pipeline.collect import run_collection
+
+    respx_mock.post(vastai.URL).mock(side_effect=[first, httpx.Response(200, content=BODY)])
+    [report] = run_collection(["vastai"], warehouse, client_factory=client_factory, env={})
+    assert report.status == "ok" and client_factory.waits == waits
+    assert stored_offers(warehouse) == report.offer_count > 0

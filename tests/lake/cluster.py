@@ -1,0 +1,80 @@
+"""Helpers for the cluster test: `gpuprices serve` processes on one lake, and their logs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> float:
+    """Poll `condition`; the seconds it took. Fails the test after `timeout_s`."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if condition():
+            return time.monotonic() - started
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+
+
+@dataclass
+class Node:
+    """One `gpuprices serve` process."""
+
+    name: str
+    port: int
+    log: Path
+    process: subprocess.Popen[bytes] = field(repr=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def lines(self, needle: str) -> list[str]:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return [line for line in text.splitlines() if needle in line]
+
+    def runs(self, provider: str) -> int:
+        return len(self.lines(f"run provider={provider} status=ok"))
+
+    def healthy(self) -> bool:
+        if self.process.poll() is not None:
+            raise AssertionError(f"{self.name} exited:\n{self.log.read_text()[-3000:]}")
+        try:
+            return httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def stop(self, sig: signal.Signals = signal.SIGTERM) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start_node(name: str, args: list[str], env: dict[str, str], logs: Path) -> Node:
+    port = free_port()
+    log = logs / f"{name}.log"
+    command = [sys.executable, "-m", "api", "serve", "--port", str(port), *args]
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT
+        )
+    return Node(name, port, log, process)

@@ -1,0 +1,105 @@
+"""A throwaway PostgreSQL 15 cluster (Debian's packages) on 127.0.0.1 for the lake tests.
+
+Started once per session in a temporary directory, on a free port, stopped at the end. Without
+PostgreSQL installed the lake tests skip locally, and fail in CI (`CI` set): never a silent skip.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SUPERUSER = "postgres"
+
+
+def _pg_bin() -> Path | None:
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+    return Path(found[-1]).parent if found else None
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _as_postgres(args: list[str]) -> list[str]:
+    """initdb and postgres refuse to run as root: run them as the `postgres` user then."""
+    if os.geteuid() == 0:
+        return ["runuser", "-u", "postgres", "--", *args]
+    return args
+
+
+@dataclass(frozen=True)
+class Postgres:
+    port: int
+
+    def conninfo(self, dbname: str = "postgres") -> str:
+        return f"dbname={dbname} host=127.0.0.1 port={self.port} user={SUPERUSER}"
+
+    def create_database(self) -> str:
+        import psycopg
+
+        name = f"lake_{uuid.uuid4().hex[:10]}"
+        with psycopg.connect(self.conninfo(), autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        return name
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Postgres]:
+    bin_dir = _pg_bin()
+    if bin_dir is None or (os.geteuid() == 0 and shutil.which("runuser") is None):
+        message = "PostgreSQL is not installed (apt-get install -y postgresql)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}: the lake tests must run in CI", pytrace=False)
+        pytest.skip(message)
+    pytest.importorskip("psycopg", reason="pip install -e '.[dev,lake]'")
+    root = Path(tempfile.mkdtemp(prefix="gpuprices-pg-"))
+    data = root / "data"
+    if os.geteuid() == 0:
+        shutil.chown(root, user="postgres")
+    port = _free_port()
+    subprocess.run(
+        _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", SUPERUSER,
+                      "--auth=trust", "-E", "UTF8", "--no-sync"]),
+        check=True, capture_output=True,
+    )
+    options = f"-h 127.0.0.1 -p {port} -k {root} -c fsync=off -c max_connections=200"
+    subprocess.run(
+        _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options,
+                      "-l", str(root / "log"), "-w", "start"]),
+        check=True, capture_output=True,
+    )
+    try:
+        yield Postgres(port)
+    finally:
+        subprocess.run(
+            _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
+            capture_output=True,
+        )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Lake:
+    url: str
+    conninfo: str
+    data_path: Path
+
+
+@pytest.fixture
+def lake(postgres: Postgres, tmp_path: Path) -> Lake:
+    """A fresh, empty lake: its own catalog database and data directory."""
+    conninfo = postgres.conninfo(postgres.create_database())
+    return Lake(f"ducklake:postgres:{conninfo}", conninfo, tmp_path / "lake-data")

@@ -1,0 +1,70 @@
+"""The in-memory copy of current offers answers exactly what `latest_offers` answers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.collect import run_collection
+from tests.conftest import FIXTURES, OBSERVED_AT
+from warehouse import OfferFilters, Warehouse
+from warehouse.current import CurrentOffers
+from warehouse.queries import latest_offers
+
+REPLAYS = {
+    "vastai": FIXTURES / "vastai_bundles_europe.json",
+    "runpod": FIXTURES / "runpod_sweep.json",
+    "lambda": FIXTURES / "lambda_instance_types.json",
+    "coreweave": FIXTURES / "coreweave_pricing.html",
+}
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Warehouse]:
+    with Warehouse.open(tmp_path_factory.mktemp("current") / "w.duckdb") as warehouse:
+        run_collection(list(REPLAYS), warehouse, replays=REPLAYS, now=lambda: OBSERVED_AT)
+        yield warehouse
+
+
+def some(values: list[str]) -> st.SearchStrategy[frozenset[str] | None]:
+    return st.none() | st.frozensets(st.sampled_from(values), max_size=3)
+
+
+filters = st.builds(
+    OfferFilters,
+    gpus=some(["A100-80GB", "A100-40GB", "H100-80GB", "RTX 4090", "L40S", "B200", "Nope"]),
+    providers=some(["vastai", "runpod", "lambda", "coreweave"]),
+    pricing=st.sampled_from([None, "on_demand", "spot"]),
+    form_factor=st.sampled_from([None, "SXM", "PCIe", "NVL"]),
+    max_price_per_gpu_hour=st.none() | st.floats(min_value=0, max_value=10),
+    include_unavailable=st.booleans(),
+    sort=st.sampled_from(["price_per_gpu_hour", "price_per_hour"]),
+    limit=st.none() | st.integers(min_value=1, max_value=30),
+    countries=some(["US", "DE", "FR", "SE", "NO", "CA", "RO"]),
+    continent=st.sampled_from([None, "Europe", "North America", "Asia"]),
+    jurisdiction=st.sampled_from([None, "eea", "eu"]),
+)
+
+
+def test_the_copy_holds_every_current_offer_cheapest_per_gpu_hour_first(stored):
+    with stored.cursor() as cur:
+        copy = CurrentOffers.load(cur)
+        everything = latest_offers(cur, OfferFilters(include_unavailable=True))
+    assert len(everything) > 50
+    assert copy.rows(OfferFilters(include_unavailable=True)) == everything
+
+
+def test_filters_it_does_not_evaluate_are_left_to_the_query():
+    assert not CurrentOffers.answers(OfferFilters(region="texas"))
+    assert not CurrentOffers.answers(OfferFilters(as_of=OBSERVED_AT))
+
+
+@settings(max_examples=200, deadline=None)
+@given(wanted=filters)
+def test_any_filters_give_the_rows_latest_offers_gives(stored, wanted):
+    with stored.cursor() as cur:
+        copy = CurrentOffers.load(cur)
+        assert copy.rows(wanted) == latest_offers(cur, wanted)

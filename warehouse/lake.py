@@ -1,0 +1,166 @@
+"""The DuckLake backend: extensions from PyPI packages, the ATTACH, and PostgreSQL locks.
+
+Extensions come from the `gpuprices[lake]` packages (`duckdb-extension-ducklake`,
+`-postgres`, `-httpfs`): each is installed from the package's file into a private
+`extension_directory` and loaded; DuckDB never downloads one (`autoinstall_known_extensions`
+is off).
+
+Writers to one lake are serialised by a PostgreSQL advisory lock held for the whole DuckDB
+transaction (`cluster_lock`), so DuckLake never sees two concurrent commits and a
+read-then-write (a snapshot replacement, an outbox claim, a migration) is atomic cluster-wide.
+Readers take no lock: each reads the latest committed lake snapshot.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from warehouse.errors import MissingExtraError, WarehouseError
+from warehouse.target import LakeTarget
+
+__all__ = ["LAKE_ALIAS", "attach_lake", "cluster_lock", "connect_lake", "extension_file"]
+
+LAKE_ALIAS = "lake"
+EXTRA_HINT = "pip install 'gpuprices[lake]'"
+_PACKAGES = {
+    "ducklake": "duckdb_extension_ducklake",
+    "postgres": "duckdb_extension_postgres",
+    "httpfs": "duckdb_extension_httpfs",
+}
+_LOAD_NAMES = {"postgres": "postgres_scanner"}
+WRITE_LOCK = "gpuprices:write"
+"""The advisory lock every lake write transaction holds."""
+
+
+def extension_file(name: str) -> Path:
+    """The `.duckdb_extension` file shipped in the PyPI package of extension `name`."""
+    package = _PACKAGES[name]
+    try:
+        module = importlib.import_module(package)
+    except ImportError:
+        raise MissingExtraError(
+            f"The DuckLake warehouse needs the DuckDB {name} extension: {EXTRA_HINT}"
+        ) from None
+    root = Path(next(iter(module.__path__)))
+    version = f"v{duckdb.__version__}"
+    found = sorted((root / "extensions" / version).glob("*.duckdb_extension"))
+    if not found:
+        raise MissingExtraError(
+            f"{package} has no extension for DuckDB {duckdb.__version__}: {EXTRA_HINT} "
+            "(its version must match duckdb's)"
+        )
+    return found[0]
+
+
+def _extension_directory() -> Path:
+    path = Path(tempfile.gettempdir()) / f"gpuprices-duckdb-extensions-{os.getuid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+def connect_lake(target: LakeTarget) -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB with the lake attached as `lake` (and made the default)."""
+    needed = ["ducklake", "postgres"]
+    if target.data_path.startswith(("s3://", "s3a://", "gs://", "http://", "https://")):
+        needed.append("httpfs")
+    files = {name: extension_file(name) for name in needed}  # fails before connecting
+    conn = duckdb.connect(
+        ":memory:",
+        config={
+            "extension_directory": str(_extension_directory()),
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+        },
+    )
+    try:
+        for name, file in files.items():
+            conn.execute(f"INSTALL '{_quoted(str(file))}'")
+            conn.execute(f"LOAD {_LOAD_NAMES.get(name, name)}")
+        conn.execute("SET TimeZone = 'UTC'")
+        if "httpfs" in files:
+            _s3_secret(conn)
+        attach_lake(conn, target)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def attach_lake(conn: duckdb.DuckDBPyConnection, target: LakeTarget) -> None:
+    conn.execute(
+        f"ATTACH '{_quoted(target.url)}' AS {LAKE_ALIAS} "
+        f"(DATA_PATH '{_quoted(target.data_path)}')"
+    )
+    conn.execute(f"USE {LAKE_ALIAS}")
+
+
+def _s3_secret(conn: duckdb.DuckDBPyConnection) -> None:
+    """S3 credentials from the standard AWS variables, when set (else anonymous/public)."""
+    env = os.environ
+    options = {
+        "KEY_ID": env.get("AWS_ACCESS_KEY_ID"),
+        "SECRET": env.get("AWS_SECRET_ACCESS_KEY"),
+        "SESSION_TOKEN": env.get("AWS_SESSION_TOKEN"),
+        "REGION": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"),
+        "ENDPOINT": env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL"),
+    }
+    given = ", ".join(f"{k} '{_quoted(v)}'" for k, v in options.items() if v)
+    if given:
+        conn.execute(f"CREATE OR REPLACE SECRET gpuprices_s3 (TYPE s3, {given})")
+
+
+def _psycopg() -> Any:
+    try:
+        return importlib.import_module("psycopg")
+    except ImportError:
+        raise MissingExtraError(f"The DuckLake warehouse needs psycopg: {EXTRA_HINT}") from None
+
+
+def lock_key(name: str) -> int:
+    """A stable signed 64-bit advisory-lock key for `name`."""
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
+@contextmanager
+def pg_connection(conninfo: str) -> Iterator[Any]:
+    psycopg = _psycopg()
+    try:
+        conn = psycopg.connect(conninfo, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise WarehouseError(f"PostgreSQL catalog ({conninfo}): {_first_line(exc)}") from exc
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+@contextmanager
+def cluster_lock(conninfo: str, name: str = WRITE_LOCK) -> Iterator[None]:
+    """Hold the PostgreSQL advisory lock `name` (waiting for it) until the block ends.
+
+    It is transaction-scoped on a connection of its own, so a process that dies frees it.
+    """
+    with pg_connection(conninfo) as pg:
+        pg.execute("SELECT pg_advisory_xact_lock(%s)", [lock_key(name)])
+        try:
+            yield
+        finally:
+            pg.rollback()
+
+
+def _quoted(text: str) -> str:
+    return text.replace("'", "''")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,63 @@
+"""Which warehouse to open: an embedded DuckDB file, or a DuckLake on a PostgreSQL catalog.
+
+`duckdb://<path>` (`duckdb:///abs/file.duckdb`, `duckdb://data/rel.duckdb`) or a bare path is the
+embedded file; `ducklake:postgres:<libpq conninfo>` is a lake whose Parquet files live under a
+data path (a shared directory, or `s3://bucket/prefix`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from warehouse.errors import WarehouseError
+
+__all__ = ["EMBEDDED_SCHEME", "LAKE_SCHEME", "LakeTarget", "Target", "parse_target"]
+
+EMBEDDED_SCHEME = "duckdb://"
+LAKE_SCHEME = "ducklake:postgres:"
+
+
+@dataclass(frozen=True, slots=True)
+class LakeTarget:
+    """A DuckLake: its catalog in PostgreSQL (`conninfo`), its data files under `data_path`."""
+
+    conninfo: str
+    data_path: str
+
+    @property
+    def url(self) -> str:
+        return LAKE_SCHEME + self.conninfo
+
+    def __str__(self) -> str:
+        return f"{self.url} (data {self.data_path})"
+
+
+Target = Path | LakeTarget
+
+
+def parse_target(url: str | Path, data_path: str | Path | None = None) -> Target:
+    """The target named by `url`; a lake needs `data_path` (GPUPRICES_LAKE_DATA_PATH)."""
+    if isinstance(url, Path):
+        return url
+    if url.startswith(LAKE_SCHEME):
+        conninfo = url[len(LAKE_SCHEME) :].strip()
+        if not conninfo:
+            raise WarehouseError(
+                f"'{url}' names no catalog: use ducklake:postgres:dbname=... host=... user=..."
+            )
+        if not data_path:
+            raise WarehouseError(
+                "A DuckLake warehouse needs a data path: set GPUPRICES_LAKE_DATA_PATH "
+                "(a shared directory or s3://bucket/prefix)"
+            )
+        return LakeTarget(conninfo, str(data_path))
+    if url.startswith("ducklake:"):
+        raise WarehouseError(
+            f"'{url}': only PostgreSQL catalogs are supported (ducklake:postgres:)"
+        )
+    if url.startswith(EMBEDDED_SCHEME):
+        url = url[len(EMBEDDED_SCHEME) :]
+    if not url:
+        raise WarehouseError("Empty warehouse URL: use duckdb:///path/to/file.duckdb")
+    return Path(url)
