@@ -39,7 +39,7 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from pipeline.settings import Settings
 from warehouse import OfferFilters, Warehouse
-from warehouse.history import HistoryFilters, price_history
+from warehouse.history import HistoryFilters, history_sql, price_history
 from warehouse.queries import latest_offers
 
 END = datetime(2026, 3, 1, tzinfo=UTC)
@@ -269,7 +269,9 @@ def build_runs(
     return int(row[0]), int(row[1])
 
 
-def observations_sql(n_offers: int, ticks: int, lo_tick: int, hi_tick: int, seed: int) -> str:
+def observations_sql(
+    n_offers: int, ticks: int, per_day: int, lo_tick: int, hi_tick: int, seed: int
+) -> str:
     """Every observation of ticks [lo_tick, hi_tick) in collection order, all columns."""
     return f"""
         WITH g AS (
@@ -282,7 +284,8 @@ def observations_sql(n_offers: int, ticks: int, lo_tick: int, hi_tick: int, seed
             SELECT g.tick, g.o, b.*, r.run_id, r.observed_at, g.u_avail,
                    round(b.base_price * (1 + b.trend * g.tick / {ticks})
                          * (1 + b.jitter * (2 * g.u_price - 1))
-                         * (1 + b.jitter * 0.5 * sin(2 * pi() * (g.tick % 144) / 144)), 4)
+                         * (1 + b.jitter * 0.5 * sin(2 * pi() * (g.tick % {per_day}) / {per_day})),
+                         4)
                        AS price_per_gpu_hour
             FROM g
             JOIN bench_offers b USING (o)
@@ -316,7 +319,9 @@ def create_naive_table(conn: duckdb.DuckDBPyConnection) -> None:
 
 def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     every_min = args.every_min
-    ticks = args.days * MINUTES_PER_DAY // every_min
+    per_day = MINUTES_PER_DAY // every_min
+    seed = args.seed
+    ticks = args.days * per_day
     retention_ticks = min(ticks, args.retention_days * MINUTES_PER_DAY // every_min)
     rows_year = ticks * args.offers
     free = shutil.disk_usage(tmp).free
@@ -336,11 +341,16 @@ def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     naive_path = tmp / "naive.duckdb"
     warehouse = Warehouse.open(db_path)
     steps: list[tuple[str, float]] = []
+
+    def done(name: str, started: float) -> None:
+        steps.append((name, time.perf_counter() - started))
+        print(f"  build {name:<36}{steps[-1][1]:>8.1f} s", flush=True)
+
     with warehouse.cursor() as conn:
         t0 = time.perf_counter()
         build_templates(conn, args.offers, args.seed)
         n_runs, n_failed = build_runs(conn, ticks, every_min, args.seed)
-        steps.append(("runs + offer templates", time.perf_counter() - t0))
+        done("runs + offer templates", t0)
 
         t0 = time.perf_counter()
         # The generator's joins must run in the order written (range -> offer -> run): left to
@@ -352,17 +362,17 @@ def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             f"""
             INSERT INTO naive.raw_observations
             SELECT observed_at, provider, offer_no, gpu, pricing, price_per_gpu_hour, available
-            FROM ({observations_sql(args.offers, ticks, ticks - naive_ticks, ticks, args.seed)})
+            FROM ({observations_sql(args.offers, ticks, per_day, ticks - naive_ticks, ticks, seed)})
             """
         )
-        steps.append(("naive raw table (full span)", time.perf_counter() - t0))
+        done("naive raw table (full span)", t0)
 
         # Summaries as ingest builds them (same aggregate as `_SUMMARISE_BATCH`), per run.
         t0 = time.perf_counter()
         source = (
             "naive.raw_observations"
             if naive_ticks == ticks
-            else f"({observations_sql(args.offers, ticks, 0, ticks, args.seed)})"
+            else f"({observations_sql(args.offers, ticks, per_day, 0, ticks, seed)})"
         )
         conn.execute(
             f"""
@@ -379,16 +389,18 @@ def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             ORDER BY a.observed_at, a.provider, a.gpu, a.pricing
             """
         )
-        steps.append(("price_summaries (aggregate)", time.perf_counter() - t0))
+        done("price_summaries (aggregate)", t0)
         conn.execute("DETACH naive")
 
         t0 = time.perf_counter()
-        obs = observations_sql(args.offers, ticks, ticks - retention_ticks, ticks, args.seed)
+        obs = observations_sql(
+            args.offers, ticks, per_day, ticks - retention_ticks, ticks, args.seed
+        )
         columns = [row[0] for row in conn.execute("DESCRIBE offer_observations").fetchall()]
         conn.execute(
             f"INSERT INTO offer_observations BY NAME SELECT {', '.join(columns)} FROM ({obs})"
         )
-        steps.append(("raw offer_observations (retention)", time.perf_counter() - t0))
+        done("raw offer_observations (retention)", t0)
 
         t0 = time.perf_counter()
         conn.execute("DELETE FROM current_offers")
@@ -405,7 +417,7 @@ def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         )
         conn.execute("CHECKPOINT")
         conn.execute("RESET disabled_optimizers")
-        steps.append(("current_offers + checkpoint", time.perf_counter() - t0))
+        done("current_offers + checkpoint", t0)
         for table in ("runs", "offers", "segments", "providers", "places"):
             conn.execute(f"DROP TABLE bench_{table}")
         counts = {
@@ -423,8 +435,6 @@ def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     counts["naive raw_observations"] = int(
         naive.execute("SELECT count(*) FROM raw_observations").fetchone()[0]  # type: ignore[index]
     )
-    for name, seconds in steps:
-        print(f"  build {name:<36}{seconds:>8.1f} s")
     print(
         f"runs: {n_runs:,} ({n_failed:,} failed), ticks: {ticks:,} every {every_min} min, "
         f"raw kept: {retention_ticks * every_min / MINUTES_PER_DAY:.0f} days"
@@ -535,14 +545,30 @@ def run_queries(args: argparse.Namespace, built: dict[str, Any]) -> list[Row]:
 
     for interval, bucket in (("1h", "1 hour"), ("1d", "1 day")):
         filters = HistoryFilters(gpus=gpus, interval=interval, since=since, until=until)
+        sql, params = history_sql(filters)
         with warehouse.cursor() as cur:
             got = real(lambda f=filters, c=cur: price_history(c, f))
-        params = [sorted(gpus), naive_since, until]
-        base = baseline(NAIVE_HISTORY.format(bucket=bucket), params)
-        kept = [tuple(r.values()) for r in got.result if r["t"] >= naive_since]
+            got_sql = real(lambda s=sql, p=params, c=cur: c.execute(s, p).to_arrow_table())
+        # The naive answer as the same list of dicts; its SQL part is timed on the side.
+        naive_sql = NAIVE_HISTORY.format(bucket=bucket)
+        naive_params = [sorted(gpus), naive_since, until]
+        sql_parts: list[float] = []
+
+        def naive_history(
+            s: str = naive_sql, p: list[Any] = naive_params, parts: list[float] = sql_parts
+        ) -> list[Any]:
+            start = time.perf_counter()
+            table = naive.execute(s, p).to_arrow_table()
+            parts.append(time.perf_counter() - start)
+            return table.to_pylist()
+
+        base = measure(naive_history, args.naive_repeats, 0, warm_up=False)
+        base_sql = Measured(statistics.median(sql_parts), len(sql_parts), None)
+        kept = [r for r in got.result if r["t"] >= naive_since]
         same = "same answer" if kept == base.result else "ANSWERS DIFFER"
         label = f"history {interval}, {args.gpu}, {args.days} d"
         rows.append(Row(label, got, base, f"{len(got.result):,} points; {same}"))
+        rows.append(Row("  of which SQL -> Arrow", got_sql, base_sql, "without Python objects"))
 
     for label, at in (("offers now", until), (f"offers as_of -{args.as_of_days} d", as_of)):
         filters = OfferFilters(as_of=None if at is until else at)
@@ -629,7 +655,7 @@ def main() -> None:
     parser.add_argument("--as-of-days", type=int, default=30, help="how far back as_of asks")
     parser.add_argument("--gpu", default="A100-80GB", help="the GPU whose history is asked")
     parser.add_argument("--repeats", type=int, default=20, help="most timed calls per query")
-    parser.add_argument("--budget-s", type=float, default=8.0, help="stop repeating past this")
+    parser.add_argument("--budget-s", type=float, default=5.0, help="stop repeating past this")
     parser.add_argument("--naive-repeats", type=int, default=3, help="timed naive calls")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--dir", type=Path, default=None, help="where to build (default: temp)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -107,13 +107,19 @@ def _version(status: list[dict[str, Any]]) -> tuple[tuple[str, str | None], ...]
     return tuple((row["provider"], row["snapshot_run_id"]) for row in status)
 
 
-def answered_from_memory(warehouse: Warehouse, query: OfferQuery) -> bool:
-    """Whether `current_offers(warehouse, query)` reads nothing from the database right now."""
+def answered_from_memory(warehouse: Warehouse, query: OfferQuery) -> Hashable | None:
+    """The version of the in-memory copy `current_offers(warehouse, query)` would answer from
+    right now, reading nothing from the database; None when it would read.
+
+    Equal versions mean equal current offers: the version names each provider's snapshot.
+    """
     copy = _served.get(warehouse)
     if copy is None or query.as_of is not None or query.region:
-        return False
+        return None
     status = cached_status(warehouse)
-    return status is not None and copy.version == _version(status)
+    if status is None or copy.version != _version(status):
+        return None
+    return copy.version  # type: ignore[no-any-return]
 
 
 def _in_memory(warehouse: Warehouse) -> CurrentOffers:

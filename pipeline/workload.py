@@ -14,7 +14,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import astuple, dataclass, field, replace
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, Literal, get_args
 
 from pipeline.architectures import Architecture, fallback_architecture, from_config, lookup_model
@@ -190,7 +191,16 @@ class MemoryBreakdown:
 
     @property
     def total(self) -> float:
-        return float(sum(astuple(self)))
+        # sum(astuple(self)), in the same order, without astuple's deep copy (hot in ranking)
+        return float(
+            0
+            + self.weights
+            + self.gradients
+            + self.optimizer
+            + self.activations
+            + self.logits
+            + self.overhead
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +275,15 @@ def estimate_memory(
 ) -> MemoryEstimate:
     """GiB per GPU when the job runs on `n_gpus` GPUs (full FT on N > 1: ZeRO-`zero_stage`)."""
     _check_count("gpus", n_gpus, 1, max(GPU_COUNTS))
+    return _estimate_memory(w, n_gpus, zero_stage, flash_attention)
+
+
+@lru_cache(maxsize=4096)
+def _estimate_memory(
+    w: Workload, n_gpus: int, zero_stage: ZeroStage, flash_attention: bool
+) -> MemoryEstimate:
+    """Pure, and asked again and again by `min_gpus` (every GPU type, count and alternative
+    workload of a ranking): kept per (workload, count, ZeRO stage, attention kernel)."""
     weights, grads, optim, sharding, gathered = _states_bytes(w, n_gpus, zero_stage)
     gathers = GATHERED_LAYERS * BYTES_16BIT * w.arch.params / w.arch.layers if gathered else 0.0
     acts = _activation_bytes(w, flash_attention)

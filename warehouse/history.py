@@ -109,11 +109,14 @@ def snapshot_times(conn: duckdb.DuckDBPyConnection, as_of: datetime) -> list[dic
     """Each provider's last good snapshot at or before `as_of`: run, observed time, size."""
     cursor = conn.execute(
         """
-        SELECT provider, run_id, observed_at, offer_count
-        FROM collection_runs WHERE status = 'ok' AND observed_at <= ?
-        QUALIFY row_number() OVER (
-            PARTITION BY provider ORDER BY observed_at DESC, finished_at DESC
-        ) = 1
+        SELECT provider, s.run_id, s.observed_at, s.offer_count FROM (
+            SELECT provider,
+                   arg_max({'run_id': run_id, 'observed_at': observed_at,
+                            'offer_count': offer_count},
+                           {'observed': observed_at, 'finished': finished_at}) AS s
+            FROM collection_runs WHERE status = 'ok' AND observed_at <= ?
+            GROUP BY provider
+        )
         ORDER BY provider
         """,
         [as_of],

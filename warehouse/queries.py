@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -134,11 +136,12 @@ def insert_run(
         batch = offers.append_column("run_id", pa.array([run.run_id] * offers.num_rows))
         conn.register("offer_batch", batch)
         try:
-            conn.execute("INSERT INTO offer_observations BY NAME SELECT * FROM offer_batch")
-            conn.execute(_SUMMARISE_BATCH)
-            if _is_latest_snapshot(conn, run):
-                conn.execute("DELETE FROM current_offers WHERE provider = ?", [run.provider])
-                conn.execute("INSERT INTO current_offers BY NAME SELECT * FROM offer_batch")
+            with _one_thread(conn):
+                conn.execute("INSERT INTO offer_observations BY NAME SELECT * FROM offer_batch")
+                conn.execute(_SUMMARISE_BATCH)
+                if _is_latest_snapshot(conn, run):
+                    conn.execute("DELETE FROM current_offers WHERE provider = ?", [run.provider])
+                    conn.execute("INSERT INTO current_offers BY NAME SELECT * FROM offer_batch")
         finally:
             conn.unregister("offer_batch")
     elif run.status == "ok" and _is_latest_snapshot(conn, run):
@@ -150,6 +153,22 @@ def insert_run(
             conn.execute("INSERT INTO quarantine BY NAME SELECT * FROM reject_batch")
         finally:
             conn.unregister("reject_batch")
+
+
+@contextmanager
+def _one_thread(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """DuckDB on one thread for the bulk inserts of a run, then back to its setting.
+
+    Measured on 2 cores (bench/ingest.py, 186k rows): one thread inserts an Arrow batch in about
+    half the wall time and half the CPU of two. The setting is the database's, so readers during
+    the write (well under a second) get one thread too.
+    """
+    threads = conn.execute("SELECT current_setting('threads')").fetchone()
+    conn.execute("SET threads = 1")
+    try:
+        yield
+    finally:
+        conn.execute(f"SET threads = {int(threads[0]) if threads else 1}")
 
 
 _SUMMARISE_BATCH = """
@@ -203,11 +222,12 @@ def location_conditions(filters: Any, params: list[Any]) -> list[str]:
     return conditions
 
 
-_SNAPSHOTS_AS_OF = """
-    SELECT run_id FROM collection_runs WHERE status = 'ok' AND observed_at <= ?
-    QUALIFY row_number() OVER (
-        PARTITION BY provider ORDER BY observed_at DESC, finished_at DESC
-    ) = 1
+_NEWEST_SNAPSHOT = "{'observed': observed_at, 'finished': finished_at}"
+"""The order of a provider's good runs: newest observation first, then last finished."""
+
+_SNAPSHOTS_AS_OF = f"""
+    SELECT arg_max(run_id, {_NEWEST_SNAPSHOT}) FROM collection_runs
+    WHERE status = 'ok' AND observed_at <= ? GROUP BY provider
 """
 
 _ORDER = {
@@ -218,21 +238,43 @@ _ORDER = {
 
 def latest_offers(conn: duckdb.DuckDBPyConnection, filters: OfferFilters) -> list[dict[str, Any]]:
     """Offers of each provider's latest good snapshot (or the one as of `filters.as_of`)."""
-    sql, params = offers_sql(filters)
+    snapshots = None
+    if filters.as_of is not None:
+        snapshots = conn.execute(
+            f"""
+            SELECT arg_max(run_id, {_NEWEST_SNAPSHOT}), arg_max(observed_at, {_NEWEST_SNAPSHOT})
+            FROM collection_runs WHERE status = 'ok' AND observed_at <= ? GROUP BY provider
+            """,
+            [filters.as_of],
+        ).fetchall()
+    sql, params = offers_sql(filters, snapshots)
     cursor = conn.execute(sql, params)
     columns = [d[0] for d in cursor.description]
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
-def offers_sql(filters: OfferFilters) -> tuple[str, list[Any]]:
-    """The query behind `latest_offers`, for exports that stream it to a file."""
+def offers_sql(
+    filters: OfferFilters, snapshots: list[tuple[str, datetime]] | None = None
+) -> tuple[str, list[Any]]:
+    """The query behind `latest_offers`, for exports that stream it to a file.
+
+    With `as_of`, `snapshots` (each provider's snapshot run then and its observed_at, as
+    `latest_offers` finds them) bound `observed_at` by constants, so that DuckDB reads only the
+    row groups of those snapshots instead of every observation up to `as_of`.
+    """
     where = ["TRUE"]
     params: list[Any] = []
     source = "current_offers"
-    if filters.as_of is not None:
+    if filters.as_of is not None and snapshots is None:
         source = "offer_observations"
         where = [f"run_id IN ({_SNAPSHOTS_AS_OF})", "observed_at <= ?"]
         params = [filters.as_of, filters.as_of]
+    elif filters.as_of is not None and snapshots is not None:
+        source = "offer_observations"
+        times = [observed_at for _, observed_at in snapshots]
+        where = ["run_id IN (SELECT unnest(?))", "observed_at BETWEEN ? AND ?"]
+        params = [[run_id for run_id, _ in snapshots], min(times, default=filters.as_of),
+                  min(max(times, default=filters.as_of), filters.as_of)]  # fmt: skip
     if filters.gpus is not None:
         where.append("gpu IN (SELECT unnest(?))")
         params.append(sorted(filters.gpus))
@@ -294,35 +336,37 @@ def latest_runs(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 
 def provider_status(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """Per provider: its latest run, and its latest successful snapshot (time and size)."""
+    """Per provider: its latest run, and its latest successful snapshot (time and size).
+
+    Aggregates (`arg_max`), not window functions: a year of runs is ~200,000 rows, and a
+    hash aggregate reads them without sorting them.
+    """
     cursor = conn.execute(
-        """
+        f"""
         WITH last_run AS (
-            SELECT provider, started_at AS last_run_at, finished_at AS last_finished_at,
-                   status AS last_status, error AS last_error
-            FROM collection_runs
-            QUALIFY row_number() OVER (PARTITION BY provider ORDER BY started_at DESC) = 1
+            SELECT provider, arg_max({{'at': started_at, 'finished': finished_at,
+                                       'status': status, 'error': error}}, started_at) AS r
+            FROM collection_runs GROUP BY provider
         ),
         last_ok AS (
-            SELECT provider, finished_at AS last_success_at, observed_at, offer_count,
-                   run_id AS snapshot_run_id
-            FROM collection_runs WHERE status = 'ok'
-            QUALIFY row_number() OVER (
-                PARTITION BY provider ORDER BY observed_at DESC, finished_at DESC
-            ) = 1
+            SELECT provider, arg_max({{'finished': finished_at, 'observed': observed_at,
+                                       'offers': offer_count, 'run_id': run_id}},
+                                     {_NEWEST_SNAPSHOT}) AS o
+            FROM collection_runs WHERE status = 'ok' GROUP BY provider
         ),
         last_error AS (
-            SELECT provider, error AS last_failure_error, started_at AS last_failure_at
-            FROM collection_runs WHERE status = 'failed'
-            QUALIFY row_number() OVER (PARTITION BY provider ORDER BY started_at DESC) = 1
+            SELECT provider, arg_max({{'at': started_at, 'error': error}}, started_at) AS e
+            FROM collection_runs WHERE status = 'failed' GROUP BY provider
         )
-        SELECT r.provider, r.last_run_at, r.last_finished_at, r.last_status, r.last_error,
-               o.last_success_at, o.observed_at, coalesce(o.offer_count, 0) AS offer_count,
-               o.snapshot_run_id, e.last_failure_at, e.last_failure_error
-        FROM last_run r
-        LEFT JOIN last_ok o USING (provider)
-        LEFT JOIN last_error e USING (provider)
-        ORDER BY r.provider
+        SELECT provider, r.at AS last_run_at, r.finished AS last_finished_at,
+               r.status AS last_status, r.error AS last_error,
+               o.finished AS last_success_at, o.observed AS observed_at,
+               coalesce(o.offers, 0) AS offer_count, o.run_id AS snapshot_run_id,
+               e.at AS last_failure_at, e.error AS last_failure_error
+        FROM last_run
+        LEFT JOIN last_ok USING (provider)
+        LEFT JOIN last_error USING (provider)
+        ORDER BY provider
         """
     )
     columns = [d[0] for d in cursor.description]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Hashable
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
@@ -9,12 +11,14 @@ from starlette.concurrency import run_in_threadpool
 from api import parameters as p
 from api.deps import ClockDep, FreshnessDep, SettingsDep, WarehouseDep
 from api.schemas import OfferOut, OffersPage, ProviderFreshnessOut
+from pipeline.freshness import ProviderFreshness
 from pipeline.offers import OfferQuery, answered_from_memory
 from pipeline.serving import OffersAnswer, answer_offers
 from pipeline.settings import parse_duration
 
 router = APIRouter(prefix="/offers", tags=["offers"])
 _OFFERS = TypeAdapter(list[OfferOut])
+_PROVIDERS = TypeAdapter(list[ProviderFreshnessOut])
 
 MaxAge = Annotated[
     str | None, Query(description="Leave out providers whose snapshot is older, e.g. 30m, 2h")
@@ -80,20 +84,58 @@ async def list_offers(
         age = parse_duration(max_age) if max_age is not None else None
     except ValueError as exc:
         raise HTTPException(422, detail=f"max_age: {exc}") from None
-    if answered_from_memory(warehouse, query):  # microseconds: no thread-pool hop
-        return _page(answer_offers(warehouse, settings, query, clock(), freshness, age))
-    answer = await run_in_threadpool(
-        answer_offers, warehouse, settings, query, clock(), freshness, age
-    )
-    return _page(answer)
+    version = answered_from_memory(warehouse, query)
+    if version is None:  # a database read: in the thread pool
+        answer = await run_in_threadpool(
+            answer_offers, warehouse, settings, query, clock(), freshness, age
+        )
+        offers_json, count, _drawn = _offers_part(answer, query)
+        return _page(offers_json, count, answer.providers)
+    # From memory, inline. Without max_age the offers part depends only on the snapshots, the
+    # query and which providers are stale: serialized once per (that, query), as long as the
+    # snapshots last.
+    stale = frozenset(f.provider for f in freshness if f.stale)
+    key = (id(warehouse), version, query, stale)
+    part = _offers_parts.get(key) if age is None else None
+    if part is None:
+        answer = answer_offers(warehouse, settings, query, clock(), freshness, age)
+        part = _offers_part(answer, query)
+        if age is not None:
+            return _page(part[0], part[1], answer.providers)
+        _remember(key, part)
+    offers_json, count, drawn = part
+    providers = [f for f in freshness if f.provider in drawn or not query.providers]
+    return _page(offers_json, count, providers)
 
 
-def _page(answer: OffersAnswer) -> Response:
+_OfferPart = tuple[bytes, int, frozenset[str]]
+_offers_parts: OrderedDict[Hashable, _OfferPart] = OrderedDict()
+_PARTS_KEPT = 512
+"""Serialized offer lists kept (least recently used out); each is a page of a query's offers."""
+
+
+def _remember(key: Hashable, part: _OfferPart) -> None:
+    _offers_parts[key] = part
+    while len(_offers_parts) > _PARTS_KEPT:
+        _offers_parts.popitem(last=False)
+
+
+def _offers_part(answer: OffersAnswer, query: OfferQuery) -> _OfferPart:
+    """The answer's offers as JSON, how many, and the providers the page reports on."""
     offers = _OFFERS.validate_python(answer.offers)
-    page = OffersPage(
-        offers=offers,
-        count=len(offers),
-        providers=[ProviderFreshnessOut.model_validate(f) for f in answer.providers],
+    drawn = frozenset({row["provider"] for row in answer.offers} | set(query.providers))
+    return _OFFERS.dump_json(offers), len(offers), drawn
+
+
+def _page(offers_json: bytes, count: int, providers: list[ProviderFreshness]) -> Response:
+    """`OffersPage` as pydantic serializes it, from the offers already serialized."""
+    body = b"".join(
+        [
+            b'{"offers":',
+            offers_json,
+            b',"count":%d,"providers":' % count,
+            _PROVIDERS.dump_json(_PROVIDERS.validate_python(providers, from_attributes=True)),
+            b"}",
+        ]
     )
-    # Serialized once, by pydantic, instead of validated again against response_model.
-    return Response(page.model_dump_json(), media_type="application/json")
+    return Response(body, media_type="application/json")
