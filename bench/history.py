@@ -489,23 +489,27 @@ MIN_CALLS = 3
 
 
 def measure(fn: Callable[[], Any], max_calls: int, budget_s: float, warm_up: bool) -> Measured:
-    """Median wall time over up to `max_calls` calls (at least MIN_CALLS; more while the time
-    spent stays under `budget_s`), after one untimed warm-up call if asked."""
+    """Median wall and CPU time over up to `max_calls` calls (at least MIN_CALLS; more while the
+    time spent stays under `budget_s`), after one untimed warm-up call if asked."""
     result = fn() if warm_up else None
-    times: list[float] = []
+    wall: list[float] = []
+    cpu: list[float] = []
     began = time.perf_counter()
-    while len(times) < max_calls and (
-        len(times) < MIN_CALLS or time.perf_counter() - began < budget_s
+    while len(wall) < max_calls and (
+        len(wall) < MIN_CALLS or time.perf_counter() - began < budget_s
     ):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         result = fn()
-        times.append(time.perf_counter() - start)
-    return Measured(statistics.median(times), len(times), result)
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return Measured(statistics.median(wall), statistics.median(cpu), len(wall), result)
 
 
 @dataclass(frozen=True, slots=True)
 class Measured:
     seconds: float
+    cpu_seconds: float
+    """CPU time of this process (all DuckDB threads): steadier than wall time on a shared box."""
     calls: int
     result: Any
 
@@ -552,18 +556,23 @@ def run_queries(args: argparse.Namespace, built: dict[str, Any]) -> list[Row]:
         # The naive answer as the same list of dicts; its SQL part is timed on the side.
         naive_sql = NAIVE_HISTORY.format(bucket=bucket)
         naive_params = [sorted(gpus), naive_since, until]
-        sql_parts: list[float] = []
+        parts: list[tuple[float, float]] = []
 
         def naive_history(
-            s: str = naive_sql, p: list[Any] = naive_params, parts: list[float] = sql_parts
+            s: str = naive_sql, p: list[Any] = naive_params, parts: list[Any] = parts
         ) -> list[Any]:
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             table = naive.execute(s, p).to_arrow_table()
-            parts.append(time.perf_counter() - start)
+            parts.append((time.perf_counter() - start, time.process_time() - start_cpu))
             return table.to_pylist()
 
         base = measure(naive_history, args.naive_repeats, 0, warm_up=False)
-        base_sql = Measured(statistics.median(sql_parts), len(sql_parts), None)
+        base_sql = Measured(
+            statistics.median(w for w, _ in parts),
+            statistics.median(c for _, c in parts),
+            len(parts),
+            None,
+        )
         kept = [r for r in got.result if r["t"] >= naive_since]
         same = "same answer" if kept == base.result else "ANSWERS DIFFER"
         label = f"history {interval}, {args.gpu}, {args.days} d"
@@ -621,14 +630,22 @@ def run_queries(args: argparse.Namespace, built: dict[str, Any]) -> list[Row]:
 
 
 def print_rows(rows: list[Row]) -> None:
-    print(f"{'query':<40}{'real ms':>10}{'n':>4}{'naive ms':>11}{'n':>3}{'ratio':>8}  note")
+    print(
+        f"{'':<38}{'real layout':>22}{'naive scan':>22}{'ratio':>15}\n"
+        f"{'query':<38}{'ms':>9}{'cpu ms':>9}{'n':>4}{'ms':>9}{'cpu ms':>9}{'n':>4}"
+        f"{'wall':>7}{'cpu':>8}  note"
+    )
     for row in rows:
-        line = f"{row.label:<40}{row.real.seconds * 1e3:>10.1f}{row.real.calls:>4}"
+        real = row.real
+        line = f"{row.label:<38}{real.seconds * 1e3:>9.1f}{real.cpu_seconds * 1e3:>9.1f}"
+        line += f"{real.calls:>4}"
         if row.naive is not None:
-            ratio = row.naive.seconds / row.real.seconds
-            line += f"{row.naive.seconds * 1e3:>11.1f}{row.naive.calls:>3}{ratio:>7.1f}x"
+            naive = row.naive
+            line += f"{naive.seconds * 1e3:>9.0f}{naive.cpu_seconds * 1e3:>9.0f}{naive.calls:>4}"
+            line += f"{naive.seconds / real.seconds:>6.1f}x"
+            line += f"{naive.cpu_seconds / real.cpu_seconds:>7.1f}x"
         else:
-            line += f"{'':>22}"
+            line += f"{'':>37}"
         print(f"{line}  {row.note}")
 
 
@@ -681,7 +698,8 @@ def main() -> None:
         print()
         print(
             f"medians: real layout over n calls after one warm-up (up to {args.repeats}, while "
-            f"under {args.budget_s:.0f} s), naive over n cold-to-warm calls"
+            f"under {args.budget_s:.0f} s), naive over n cold-to-warm calls; cpu = this "
+            f"process's CPU time (all threads)"
         )
         print_rows(rows)
         print()
