@@ -485,6 +485,15 @@ NAIVE_OFFERS = """
 """Each provider's last snapshot at or before a time, found by scanning every observation."""
 
 
+@dataclass(frozen=True, slots=True)
+class Measured:
+    seconds: float
+    cpu_seconds: float
+    """CPU time of this process (all DuckDB threads): steadier than wall time on a shared box."""
+    calls: int
+    result: Any
+
+
 MIN_CALLS = 3
 
 
@@ -503,15 +512,6 @@ def measure(fn: Callable[[], Any], max_calls: int, budget_s: float, warm_up: boo
         wall.append(time.perf_counter() - start)
         cpu.append(time.process_time() - start_cpu)
     return Measured(statistics.median(wall), statistics.median(cpu), len(wall), result)
-
-
-@dataclass(frozen=True, slots=True)
-class Measured:
-    seconds: float
-    cpu_seconds: float
-    """CPU time of this process (all DuckDB threads): steadier than wall time on a shared box."""
-    calls: int
-    result: Any
 
 
 @dataclass(frozen=True, slots=True)
