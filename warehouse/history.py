@@ -10,7 +10,7 @@ extremes over the snapshots, p25 and median the medians of the snapshots' p25 an
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -63,12 +63,25 @@ def _summaries_from_raw(conditions: list[str]) -> str:
     """
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[dict[str, Any]]:
     """One row per (gpu, provider, pricing, bucket) that has at least one good snapshot."""
     sql, params = history_sql(f)
-    cursor = conn.execute(sql, params)
+    # Bucket starts travel as epoch microseconds: building aware datetimes here is ~3x cheaper
+    # than the driver's per-value time zone conversion (a year of 1h buckets is 50k+ rows).
+    cursor = conn.execute(
+        f"SELECT * REPLACE (epoch_us(t) AS t) FROM ({sql}) ORDER BY gpu, provider, pricing, t",
+        params,
+    )
     columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+    rows = []
+    for values in cursor.fetchall():
+        row = dict(zip(columns, values, strict=True))
+        row["t"] = _EPOCH + timedelta(microseconds=row["t"])
+        rows.append(row)
+    return rows
 
 
 def _bucket_start(interval: str) -> str:
