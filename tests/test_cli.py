@@ -112,3 +112,17 @@ def test_a_database_held_by_a_running_server_is_one_clear_line(db_held_by_anothe
     assert result.exit_code == 1
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and "in use by another process" in lines[0]
+
+
+def test_one_failing_provider_keeps_the_others_and_the_table_says_why(db_path, tmp_path):
+    bad = tmp_path / "runpod.json"
+    bad.write_text('{"errors": [{"message": "internal"}]}')
+    result = invoke(
+        "collect", "--replay", f"vastai={VAST}", "--replay", f"runpod={bad}", "--db", db_path
+    )
+    assert result.exit_code == 1
+    rows = [line for line in result.output.splitlines() if "runpod" in line or "vastai" in line]
+    assert any("vastai" in row and "ok" in row and "13" in row for row in rows)
+    assert any("runpod" in row and "failed" in row for row in rows)
+    offers = json.loads(invoke("offers", "--format", "json", "--db", db_path).stdout)["offers"]
+    assert {o["provider"] for o in offers} == {"vastai"}
