@@ -3,38 +3,33 @@
 from __future__ import annotations
 
 import csv
-import functools
 import io
 import logging
 import sys
-from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any
 
 import orjson
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from api import cli_history
 from api.cli_alerts import alerts_after_collection, alerts_app, print_webhook_results
+from api.cli_common import ConfigOption, DbOption, err, load_settings, out, user_errors
 from api.cli_quote import quote
 from api.cli_warehouse import warehouse_app
 from api.schemas import OfferOut
 from pipeline.collect import RunReport, run_collection
-from pipeline.errors import PipelineError
 from pipeline.freshness import provider_freshness
 from pipeline.offers import OfferQuery, gpu_specs
 from pipeline.serving import answer_offers
-from pipeline.settings import Settings
-from scrapers import PROVIDERS, ProviderError
+from scrapers import PROVIDERS
 from scrapers.models import FormFactor, Pricing
-from warehouse import Warehouse, WarehouseError
+from warehouse import Warehouse
 
 __all__ = ["app", "main"]
 
@@ -44,11 +39,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-out = Console()
-err = Console(stderr=True)
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
 class OutputFormat(StrEnum):
@@ -68,12 +58,6 @@ class SortKey(StrEnum):
     PRICE_PER_HOUR = "price_per_hour"
 
 
-DbOption = Annotated[
-    Path | None,
-    typer.Option("--db", help="DuckDB file [env: GPUPRICES_DB; default data/gpuprices.duckdb]"),
-]
-
-
 CountryOption = Annotated[
     list[str] | None,
     typer.Option("--country", help="ISO 3166-1 alpha-2 code(s), repeatable or DE,FR"),
@@ -82,33 +66,6 @@ ContinentOption = Annotated[str | None, typer.Option("--continent", help="e.g. E
 JurisdictionOption = Annotated[
     str | None, typer.Option("--jurisdiction", help="eea or eu (unknown country never matches)")
 ]
-
-
-def user_errors(command: Callable[P, R]) -> Callable[P, R]:
-    """Our own errors become one red line and exit 1; anything else is a bug and keeps its trace."""
-
-    @functools.wraps(command)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return command(*args, **kwargs)
-        except (PipelineError, WarehouseError, ProviderError) as exc:
-            err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
-            raise typer.Exit(1) from None
-
-    return wrapper
-
-
-ConfigOption = Annotated[
-    Path | None,
-    typer.Option("--config", help="TOML settings file [env: GPUPRICES_CONFIG]"),
-]
-
-
-def _settings(db: Path | None, config: Path | None = None, **overrides: object) -> Settings:
-    given = {k: v for k, v in {"db": db, **overrides}.items() if v is not None}
-    if db is not None:
-        given["warehouse"] = None  # an explicit --db file wins over GPUPRICES_WAREHOUSE
-    return Settings.load(config, **given)
 
 
 def _parse_replays(values: list[str]) -> dict[str, Path]:
@@ -189,7 +146,7 @@ def collect(
             raise typer.BadParameter(
                 f"unknown provider '{name}' (known: {known})", param_hint="--provider"
             )
-    settings = _settings(db, config)
+    settings = load_settings(db, config)
     if replays:
         names = list(dict.fromkeys([*replays, *(provider or [])]))
     else:
@@ -274,7 +231,7 @@ def offers(
         continent=continent,
         jurisdiction=jurisdiction,
     )
-    settings = _settings(db, config)
+    settings = load_settings(db, config)
     with Warehouse.open(settings.warehouse_target) as warehouse:
         now = datetime.now(UTC)
         freshness = provider_freshness(warehouse, settings, now)
@@ -385,8 +342,9 @@ def serve(
     ] = False,
     role: Annotated[
         Role | None,
-        typer.Option(help="all: API and collection; api: read-only replica; collector "
-                     "[env: GPUPRICES_ROLE]"),
+        typer.Option(
+            help="all: API and collection; api: read-only replica; collector [env: GPUPRICES_ROLE]"
+        ),
     ] = None,
     providers: Annotated[
         str | None,
@@ -400,7 +358,7 @@ def serve(
 
     from api.main import create_app
 
-    settings = _settings(
+    settings = load_settings(
         db,
         config,
         host=host,
@@ -452,7 +410,7 @@ def history_command(
 ) -> None:
     """How prices moved: min/median/max per GPU-hour per bucket, with a sparkline per series."""
     cli_history.history(
-        _settings(db, config),
+        load_settings(db, config),
         gpu,
         interval.value,
         provider or [],
@@ -475,7 +433,7 @@ def export_command(
     config: ConfigOption = None,
 ) -> None:
     """Raw observations in a range as Hive-partitioned Parquet (date=YYYY-MM-DD/provider=...)."""
-    rows = cli_history.export(_settings(db, config), since, until, out)
+    rows = cli_history.export(load_settings(db, config), since, until, out)
     err.print(f"exported {rows} observations to {out}")
 
 
@@ -483,7 +441,7 @@ def export_command(
 @user_errors
 def prune_cmd(db: DbOption = None, config: ConfigOption = None) -> None:
     """Delete raw observations older than the retention window (summaries are kept)."""
-    deleted = cli_history.prune_command(_settings(db, config))
+    deleted = cli_history.prune_command(load_settings(db, config))
     err.print(", ".join(f"{table}: {n} deleted" for table, n in deleted.items()))
 
 

@@ -1,25 +1,23 @@
 """`gpuprices alerts add|list|rm|test|deliveries`, and what `collect` does for alerts after a run.
 
-A typer sub-app registered by `api/cli.py` (`app.add_typer(alerts_app, name="alerts")`); it
-imports nothing from `api.cli`, so it turns our errors into one red line itself.
+A typer sub-app registered by `api/cli.py` (`app.add_typer(alerts_app, name="alerts")`); the
+error edge and settings options come from `api.cli_common`, like every other command's.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, ParamSpec, TypeVar
+from typing import Annotated, Any
 
 import orjson
 import typer
 from pydantic import BaseModel
-from rich.console import Console
 
+from api.cli_common import ConfigOption, DbOption, err, load_settings, out, user_errors
 from api.schemas_alerts import (
     AlertOut,
     AlertsPage,
@@ -43,21 +41,15 @@ from pipeline.alerts import (
     list_alerts,
     send_test,
 )
-from pipeline.errors import PipelineError
 from pipeline.settings import Settings, parse_duration
 from scrapers.models import Pricing
-from warehouse import Warehouse, WarehouseError
+from warehouse import Warehouse
 
 __all__ = ["alerts_after_collection", "alerts_app", "print_webhook_results"]
 
 alerts_app = typer.Typer(
     help="Price and availability alerts pushed as signed webhooks.", no_args_is_help=True
 )
-out = Console()
-err = Console(stderr=True)
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 
 class AlertFormat(StrEnum):
@@ -65,30 +57,7 @@ class AlertFormat(StrEnum):
     JSON = "json"
 
 
-DbOption = Annotated[
-    Path | None,
-    typer.Option("--db", help="DuckDB file [env: GPUPRICES_DB; default data/gpuprices.duckdb]"),
-]
-ConfigOption = Annotated[
-    Path | None, typer.Option("--config", help="TOML settings file [env: GPUPRICES_CONFIG]")
-]
 FormatOption = Annotated[AlertFormat, typer.Option("--format")]
-
-
-def _user_errors(command: Callable[P, R]) -> Callable[P, R]:
-    @functools.wraps(command)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return command(*args, **kwargs)
-        except (PipelineError, WarehouseError) as exc:
-            err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(1) from None
-
-    return wrapper
-
-
-def _settings(db: Path | None, config: Path | None) -> Settings:
-    return Settings.load(config, **({"db": db, "warehouse": None} if db is not None else {}))
 
 
 def _print_json(model: BaseModel) -> None:
@@ -150,7 +119,7 @@ def _condition(
 
 
 @alerts_app.command("add")
-@_user_errors
+@user_errors
 def add(
     url: Annotated[
         str,
@@ -213,7 +182,7 @@ def add(
         workload=saved,
     )
     spec = AlertSpec(url=url, condition=condition, band=band, cooldown=wait)
-    settings = _settings(db, config)
+    settings = load_settings(db, config)
     with Warehouse.open(settings.warehouse_target) as warehouse:
         created = created_out(create_alert(warehouse, spec, settings, datetime.now(UTC)))
     if fmt is AlertFormat.JSON:
@@ -229,12 +198,12 @@ def add(
 
 
 @alerts_app.command("list")
-@_user_errors
+@user_errors
 def list_command(
     fmt: FormatOption = AlertFormat.TABLE, db: DbOption = None, config: ConfigOption = None
 ) -> None:
     """Every alert with its state (armed, last value, last fired)."""
-    with Warehouse.open(_settings(db, config).warehouse_target) as warehouse:
+    with Warehouse.open(load_settings(db, config).warehouse_target) as warehouse:
         alerts = [alert_out(status) for status in list_alerts(warehouse)]
     if fmt is AlertFormat.JSON:
         _print_json(AlertsPage(alerts=alerts, count=len(alerts)))
@@ -256,14 +225,14 @@ def list_command(
 
 
 @alerts_app.command("rm")
-@_user_errors
+@user_errors
 def rm(
     alert_id: Annotated[str, typer.Argument(metavar="ID")],
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Delete an alert; its pending deliveries are cancelled."""
-    with Warehouse.open(_settings(db, config).warehouse_target) as warehouse:
+    with Warehouse.open(load_settings(db, config).warehouse_target) as warehouse:
         delete_alert(warehouse, alert_id, datetime.now(UTC))
     err.print(f"deleted {alert_id}")
 
@@ -291,7 +260,7 @@ def _delivery_lines(delivery: DeliveryOut) -> None:
 
 
 @alerts_app.command("test")
-@_user_errors
+@user_errors
 def test(
     alert_id: Annotated[str, typer.Argument(metavar="ID")],
     fmt: FormatOption = AlertFormat.TABLE,
@@ -299,7 +268,7 @@ def test(
     config: ConfigOption = None,
 ) -> None:
     """Send an `alert.test` event now (later retries, if any, belong to `serve`)."""
-    settings = _settings(db, config)
+    settings = load_settings(db, config)
     with Warehouse.open(settings.warehouse_target) as warehouse:
         delivery = delivery_out(send_test(warehouse, settings, alert_id))
     if fmt is AlertFormat.JSON:
@@ -311,7 +280,7 @@ def test(
 
 
 @alerts_app.command("deliveries")
-@_user_errors
+@user_errors
 def deliveries(
     alert_id: Annotated[str, typer.Argument(metavar="ID")],
     limit: Annotated[int, typer.Option(min=1, help="Most deliveries, newest first")] = 20,
@@ -320,7 +289,7 @@ def deliveries(
     config: ConfigOption = None,
 ) -> None:
     """Every delivery of an alert with each attempt: time, status code, latency, error."""
-    with Warehouse.open(_settings(db, config).warehouse_target) as warehouse:
+    with Warehouse.open(load_settings(db, config).warehouse_target) as warehouse:
         logs = [delivery_out(log) for log in alert_deliveries(warehouse, alert_id, limit)]
     if fmt is AlertFormat.JSON:
         _print_json(DeliveriesPage(deliveries=logs, count=len(logs)))

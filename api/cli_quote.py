@@ -15,21 +15,18 @@ from typing import Annotated, Any
 
 import orjson
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from api.cli_common import err, load_settings, out, print_error
 from api.schemas_quotes import HardwareOut, QuotesOut, hardware_out, quotes_out
 from pipeline.errors import PipelineError, UnknownGpuError, WorkloadError
 from pipeline.quotes import QuoteRequest, check_hardware, quote_offers
-from pipeline.settings import Settings
 from pipeline.workload import Method, Optimizer, Precision, Profile, Workload
 from scrapers.models import Pricing
 from warehouse import Warehouse, WarehouseError
 
 __all__ = ["QuoteFormat", "quote"]
 
-out = Console()
-err = Console(stderr=True)
 
 
 class QuoteFormat(StrEnum):
@@ -213,7 +210,7 @@ def quote(
                 include_spot=include_spot,
                 top=top,
             )
-            settings = Settings() if db is None else Settings(db=db)
+            settings = load_settings(db)
             with Warehouse.open(settings.warehouse_target) as warehouse:
                 result = quotes_out(quote_offers(warehouse, request))
     except WorkloadError as exc:
@@ -221,7 +218,7 @@ def quote(
     except UnknownGpuError as exc:
         raise typer.BadParameter(str(exc), param_hint="--gpu") from None
     except (PipelineError, WarehouseError) as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        print_error(exc)
         raise typer.Exit(1) from None
     if fmt is QuoteFormat.JSON:
         _print_json(result)
