@@ -39,7 +39,13 @@ from fastapi.testclient import TestClient
 from api.main import create_app
 from pipeline.settings import Settings
 from warehouse import OfferFilters, Warehouse
-from warehouse.history import HistoryFilters, history_sql, price_history
+from warehouse.history import (
+    HistoryFilters,
+    history_sql,
+    points_json_sql,
+    price_history,
+    price_history_json,
+)
 from warehouse.queries import latest_offers
 
 END = datetime(2026, 3, 1, tzinfo=UTC)
@@ -578,6 +584,11 @@ def run_queries(args: argparse.Namespace, built: dict[str, Any]) -> list[Row]:
         label = f"history {interval}, {args.gpu}, {args.days} d"
         rows.append(Row(label, got, base, f"{len(got.result):,} points; {same}"))
         rows.append(Row("  of which SQL -> Arrow", got_sql, base_sql, "without Python objects"))
+        # The API path: the same points serialised as JSON by DuckDB (GET /prices/history).
+        with warehouse.cursor() as cur:
+            got_json = real(lambda f=filters, c=cur: price_history_json(c, f))
+        base_json = baseline(points_json_sql(naive_sql), naive_params)
+        rows.append(Row("  as the API's JSON", got_json, base_json, "points built by DuckDB"))
 
     for label, at in (("offers now", until), (f"offers as_of -{args.as_of_days} d", as_of)):
         filters = OfferFilters(as_of=None if at is until else at)

@@ -23,6 +23,8 @@ __all__ = [
     "copy_partitioned_parquet",
     "default_since",
     "history_sql",
+    "points_json_sql",
+    "price_history_json",
     "export_query",
     "price_history",
     "prune_before",
@@ -82,6 +84,29 @@ def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[di
         row["t"] = _EPOCH + timedelta(microseconds=row["t"])
         rows.append(row)
     return rows
+
+
+def points_json_sql(history: str) -> str:
+    """Wrap a history query (`gpu, provider, pricing, t, min, ..., snapshots` rows) so that DuckDB
+    returns one row per series with its points already as a JSON array: the API path, which would
+    otherwise spend most of a year of 1 h buckets turning rows into Python objects and back."""
+    return f"""
+        SELECT gpu, provider, pricing, CAST(to_json(list({{
+            't': strftime(make_timestamp(epoch_us(t)), '%Y-%m-%dT%H:%M:%SZ'),
+            'min': min, 'p25': p25, 'median': median, 'max': max,
+            'offers': offers, 'available': available, 'snapshots': snapshots
+        }} ORDER BY t)) AS VARCHAR) AS points
+        FROM ({history}) GROUP BY gpu, provider, pricing ORDER BY gpu, provider, pricing
+    """
+
+
+def price_history_json(
+    conn: duckdb.DuckDBPyConnection, f: HistoryFilters
+) -> list[tuple[str, str, str, str]]:
+    """`(gpu, provider, pricing, points as a JSON array)` per series: the same points as
+    `price_history`, serialised by DuckDB."""
+    sql, params = history_sql(f)
+    return [tuple(row) for row in conn.execute(points_json_sql(sql), params).fetchall()]
 
 
 def _bucket_start(interval: str) -> str:

@@ -9,7 +9,13 @@ from api import parameters as p
 from api.deps import ClockDep, SettingsDep, WarehouseDep
 from api.routes.offers import OfferQueryDep, split_providers
 from api.schemas import HistoryOut
-from pipeline.history import HistoryQuery, check_as_of, export_history, export_offers, price_history
+from pipeline.history import (
+    HistoryQuery,
+    check_as_of,
+    export_history,
+    export_offers,
+    price_history_json,
+)
 
 router = APIRouter(tags=["history"])
 
@@ -49,9 +55,13 @@ HistoryQueryDep = Annotated[HistoryQuery, Depends(history_query)]
 
 
 @router.get("/prices/history", response_model=HistoryOut, summary="How prices moved")
-def get_history(warehouse: WarehouseDep, clock: ClockDep, query: HistoryQueryDep) -> HistoryOut:
-    """Per provider x pricing: min/p25/median/max USD per GPU-hour per bucket; gaps stay gaps."""
-    return HistoryOut.model_validate(price_history(warehouse, query, clock()))
+def get_history(warehouse: WarehouseDep, clock: ClockDep, query: HistoryQueryDep) -> Response:
+    """Per provider x pricing: min/p25/median/max USD per GPU-hour per bucket; gaps stay gaps.
+
+    The body is built from DuckDB's JSON (schema: `HistoryOut`), not through Python objects.
+    """
+    body = price_history_json(warehouse, query, clock())
+    return Response(body, media_type="application/json")
 
 
 def _file(body: bytes, name: str, fmt: str) -> Response:

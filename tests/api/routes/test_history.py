@@ -186,3 +186,20 @@ def test_csv_export_io_reads_back(history_client):
     text = history_client.get("/export/offers.csv").text
     rows = list(csv.DictReader(io.StringIO(text)))
     assert rows and datetime.fromisoformat(rows[0]["observed_at"]) == TIMES[-1]
+
+
+@pytest.mark.parametrize("interval", ["1h", "6h", "1d", "1w"])
+def test_the_api_body_from_duckdb_json_matches_the_python_history(
+    history_client, warehouse, interval
+):
+    from api.schemas import HistoryOut
+    from pipeline.history import HistoryQuery, price_history
+
+    params = {"gpu": "H100", "interval": interval, "since": "2026-02-20T00:00:00Z"}
+    body = history_client.get("/prices/history", params=params).json()
+    query = HistoryQuery(gpu="H100", interval=interval, since=datetime(2026, 2, 20, tzinfo=UTC))
+    expected = HistoryOut.model_validate(price_history(warehouse, query, NOW)).model_dump(
+        mode="json"
+    )
+    assert HistoryOut.model_validate(body).model_dump(mode="json") == expected
+    assert body["series"] and all(p["t"].endswith("Z") for s in body["series"] for p in s["points"])
