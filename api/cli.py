@@ -19,7 +19,17 @@ from rich.table import Table
 
 from api import cli_history
 from api.cli_alerts import alerts_after_collection, alerts_app, print_webhook_results
-from api.cli_common import ConfigOption, DbOption, err, load_settings, out, user_errors
+from api.cli_common import (
+    ConfigOption,
+    ContinentOption,
+    CountryOption,
+    DbOption,
+    JurisdictionOption,
+    err,
+    load_settings,
+    out,
+    user_errors,
+)
 from api.cli_quote import quote
 from api.cli_warehouse import warehouse_app
 from api.schemas import OfferOut
@@ -56,16 +66,6 @@ class Role(StrEnum):
 class SortKey(StrEnum):
     PRICE_PER_GPU_HOUR = "price_per_gpu_hour"
     PRICE_PER_HOUR = "price_per_hour"
-
-
-CountryOption = Annotated[
-    list[str] | None,
-    typer.Option("--country", help="ISO 3166-1 alpha-2 code(s), repeatable or DE,FR"),
-]
-ContinentOption = Annotated[str | None, typer.Option("--continent", help="e.g. Europe")]
-JurisdictionOption = Annotated[
-    str | None, typer.Option("--jurisdiction", help="eea or eu (unknown country never matches)")
-]
 
 
 def _parse_replays(values: list[str]) -> dict[str, Path]:

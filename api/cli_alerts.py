@@ -17,7 +17,17 @@ import orjson
 import typer
 from pydantic import BaseModel
 
-from api.cli_common import ConfigOption, DbOption, err, load_settings, out, user_errors
+from api.cli_common import (
+    ConfigOption,
+    ContinentOption,
+    CountryOption,
+    DbOption,
+    JurisdictionOption,
+    err,
+    load_settings,
+    out,
+    user_errors,
+)
 from api.schemas_alerts import (
     AlertOut,
     AlertsPage,
@@ -145,11 +155,9 @@ def add(
     ] = None,
     pricing: Annotated[Pricing | None, typer.Option(help="on_demand or spot")] = None,
     region: Annotated[str | None, typer.Option(help="Part of the region text")] = None,
-    country: Annotated[
-        list[str] | None, typer.Option("--country", help="ISO country code(s), repeatable")
-    ] = None,
-    continent: Annotated[str | None, typer.Option(help="e.g. Europe")] = None,
-    jurisdiction: Annotated[str | None, typer.Option(help="eea or eu")] = None,
+    country: CountryOption = None,
+    continent: ContinentOption = None,
+    jurisdiction: JurisdictionOption = None,
     min_gpus: Annotated[int | None, typer.Option(min=1, help="Offers with at least N")] = None,
     band: Annotated[
         float, typer.Option(min=0, help="Re-arm above threshold + band (same unit)")

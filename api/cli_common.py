@@ -16,7 +16,18 @@ from pipeline.settings import Settings
 from scrapers import ProviderError
 from warehouse import WarehouseError
 
-__all__ = ["ConfigOption", "DbOption", "err", "load_settings", "out", "print_error", "user_errors"]
+__all__ = [
+    "ConfigOption",
+    "ContinentOption",
+    "CountryOption",
+    "DbOption",
+    "JurisdictionOption",
+    "err",
+    "load_settings",
+    "out",
+    "print_error",
+    "user_errors",
+]
 
 out = Console()
 err = Console(stderr=True)
@@ -31,6 +42,14 @@ DbOption = Annotated[
 ConfigOption = Annotated[
     Path | None,
     typer.Option("--config", help="TOML settings file [env: GPUPRICES_CONFIG]"),
+]
+CountryOption = Annotated[
+    list[str] | None,
+    typer.Option("--country", help="ISO 3166-1 alpha-2 code(s), repeatable or DE,FR"),
+]
+ContinentOption = Annotated[str | None, typer.Option("--continent", help="e.g. Europe")]
+JurisdictionOption = Annotated[
+    str | None, typer.Option("--jurisdiction", help="eea or eu (unknown country never matches)")
 ]
 
 

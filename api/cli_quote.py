@@ -17,7 +17,15 @@ import orjson
 import typer
 from rich.table import Table
 
-from api.cli_common import err, load_settings, out, print_error
+from api.cli_common import (
+    ContinentOption,
+    CountryOption,
+    JurisdictionOption,
+    err,
+    load_settings,
+    out,
+    print_error,
+)
 from api.schemas_quotes import HardwareOut, QuotesOut, hardware_out, quotes_out
 from pipeline.errors import PipelineError, UnknownGpuError, WorkloadError
 from pipeline.quotes import QuoteRequest, check_hardware, quote_offers
@@ -26,7 +34,6 @@ from scrapers.models import Pricing
 from warehouse import Warehouse, WarehouseError
 
 __all__ = ["QuoteFormat", "quote"]
-
 
 
 class QuoteFormat(StrEnum):
@@ -152,11 +159,9 @@ def quote(
     ] = None,
     pricing: Annotated[Pricing | None, typer.Option(help="on_demand or spot")] = None,
     region: Annotated[str | None, typer.Option(help="Part of the region text")] = None,
-    country: Annotated[
-        list[str] | None, typer.Option(help="ISO country code(s), e.g. DE or DE,FR")
-    ] = None,
-    continent: Annotated[str | None, typer.Option(help="e.g. Europe")] = None,
-    jurisdiction: Annotated[str | None, typer.Option(help="eea or eu")] = None,
+    country: CountryOption = None,
+    continent: ContinentOption = None,
+    jurisdiction: JurisdictionOption = None,
     include_spot: Annotated[
         bool, typer.Option(help="Also rank spot offers, with their risk")
     ] = False,

@@ -207,18 +207,12 @@ class HardwareOut(BaseModel):
     fit: FitOut
 
 
-class ModelOut(BaseModel):
+class ModelOut(ArchitectureOut):
+    """A known model: its name and size, then the shape `ArchitectureOut` describes."""
+
     name: str
     params_b: float
-    hidden_size: int
-    num_hidden_layers: int
-    intermediate_size: int
-    vocab_size: int
-    num_attention_heads: int
-    num_key_value_heads: int
-    tie_word_embeddings: bool
     aliases: list[str]
-    source: str
 
 
 class ModelsPage(BaseModel):
