@@ -2,14 +2,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import httpx
 import orjson
 import pytest
+import respx
 from fastapi.testclient import TestClient
 
 from api.main import create_app
 from pipeline.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES, OBSERVED_AT, Clock
+from scrapers import lambdalabs
+from tests.conftest import FIXTURES, OBSERVED_AT, Clock, fixture_bytes
 
 
 @pytest.fixture
@@ -90,10 +93,15 @@ def test_readyz_without_scheduler_is_ready_with_provider_freshness(app_client):
     assert {p["provider"] for p in body["providers"]} == {"vastai", "lambda"}
 
 
-def test_secrets_are_never_returned(db_path, collected, monkeypatch):
+@respx.mock(assert_all_mocked=True)
+def test_secrets_are_never_returned(db_path, collected, monkeypatch, respx_mock):
     monkeypatch.setenv("LAMBDA_API_KEY", "sk-do-not-leak")
+    respx_mock.get(lambdalabs.URL).mock(
+        return_value=httpx.Response(200, content=fixture_bytes("lambda_instance_types.json"))
+    )
     settings = Settings(db=db_path, scheduler=False)
     with TestClient(create_app(settings, collected)) as client:
         run_collection(["lambda"], collected, env={"LAMBDA_API_KEY": "sk-do-not-leak"})
+        assert respx_mock.calls.call_count == 1
         for path in ("/providers", "/readyz", "/offers", "/quality", "/openapi.json"):
             assert "sk-do-not-leak" not in client.get(path).text
