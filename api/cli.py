@@ -21,24 +21,24 @@ from api import cli_history
 from api.cli_alerts import alerts_after_collection, alerts_app, print_webhook_results
 from api.cli_common import (
     ConfigOption,
-    ContinentOption,
-    CountryOption,
     DbOption,
-    JurisdictionOption,
     err,
     load_settings,
     out,
     user_errors,
 )
 from api.cli_quote import quote
+from api.cli_scope import scope_options
 from api.cli_warehouse import warehouse_app
 from api.schemas import OfferOut
 from pipeline.collect import RunReport, run_collection
+from pipeline.errors import PipelineError
 from pipeline.freshness import provider_freshness
+from pipeline.history import HISTORY_SCOPE, HistoryQuery
 from pipeline.offers import OfferQuery, gpu_specs
+from pipeline.scope import ALL_SCOPE, OfferScope
 from pipeline.serving import answer_offers
 from scrapers import PROVIDERS
-from scrapers.models import FormFactor, Pricing
 from warehouse import Warehouse
 
 __all__ = ["app", "main"]
@@ -187,49 +187,24 @@ def _offer_dicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @app.command()
 @user_errors
+@scope_options(ALL_SCOPE)
 def offers(
-    gpu: Annotated[
-        str | None, typer.Option(help="Id (A100-80GB), family (A100) or any spelling")
-    ] = None,
-    provider: Annotated[
-        list[str] | None, typer.Option("--provider", "-p", help="Repeatable")
-    ] = None,
-    pricing: Annotated[Pricing | None, typer.Option(help="on_demand or spot")] = None,
-    max_price_per_gpu: Annotated[
-        float | None, typer.Option(min=0, help="USD per GPU-hour, at most")
-    ] = None,
-    region: Annotated[str | None, typer.Option(help="Part of the region text")] = None,
-    form_factor: Annotated[FormFactor | None, typer.Option(help="SXM, PCIe or NVL")] = None,
-    include_unavailable: Annotated[
-        bool, typer.Option(help="Also list offers that are listed but not rentable now")
-    ] = False,
+    scope: OfferScope,
     sort: Annotated[SortKey, typer.Option(help="Cheapest first by")] = SortKey.PRICE_PER_GPU_HOUR,
-    limit: Annotated[int | None, typer.Option(min=1)] = None,
+    limit: Annotated[int | None, typer.Option(min=1, max=100_000)] = None,
     as_of: Annotated[
         str | None, typer.Option("--as-of", help="ISO 8601: the offers as they stood then")
     ] = None,
-    country: CountryOption = None,
-    continent: ContinentOption = None,
-    jurisdiction: JurisdictionOption = None,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
     """List what is on offer now (or as of a time), cheapest per GPU-hour first."""
     query = OfferQuery(
-        gpu=gpu,
-        providers=tuple(provider or ()),
-        pricing=pricing,
-        region=region,
-        form_factor=form_factor,
-        max_price_per_gpu_hour=max_price_per_gpu,
-        include_unavailable=include_unavailable,
-        sort=sort.value,  # type: ignore[arg-type]
+        **scope.model_dump(),
+        sort=sort.value,
         limit=limit,
         as_of=cli_history.parse_time(as_of, "--as-of"),
-        countries=tuple(country or ()),
-        continent=continent,
-        jurisdiction=jurisdiction,
     )
     settings = load_settings(db, config)
     with Warehouse.open(settings.warehouse_target) as warehouse:
@@ -393,34 +368,27 @@ class Interval(StrEnum):
 
 @app.command("history")
 @user_errors
+@scope_options(HISTORY_SCOPE)
 def history_command(
-    gpu: Annotated[str, typer.Option(help="Id (A100-80GB), family (A100) or any spelling")],
+    scope: OfferScope,
     interval: Annotated[Interval, typer.Option(help="Bucket size")] = Interval.H1,
-    provider: Annotated[list[str] | None, typer.Option("--provider", "-p")] = None,
-    pricing: Annotated[Pricing | None, typer.Option(help="on_demand or spot")] = None,
-    region: Annotated[str | None, typer.Option(help="Part of the region text")] = None,
     since: Annotated[str | None, typer.Option(help="ISO 8601 start")] = None,
     until: Annotated[str | None, typer.Option(help="ISO 8601 end (default now)")] = None,
-    country: CountryOption = None,
-    continent: ContinentOption = None,
-    jurisdiction: JurisdictionOption = None,
     fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
     """How prices moved: min/median/max per GPU-hour per bucket, with a sparkline per series."""
-    cli_history.history(
-        load_settings(db, config),
-        gpu,
-        interval.value,
-        provider or [],
-        pricing.value if pricing else None,
-        region,
-        since,
-        until,
-        fmt.value,
-        location=(tuple(country or ()), continent, jurisdiction),
+    if scope.gpu is None:
+        raise PipelineError("history needs --gpu: an id (A100-80GB), a family (A100) or a spelling")
+    query = HistoryQuery(
+        **scope.model_dump(exclude={"gpu"}),
+        gpu=scope.gpu,
+        interval=interval.value,
+        since=cli_history.parse_time(since, "--since"),
+        until=cli_history.parse_time(until, "--until"),
     )
+    cli_history.history(load_settings(db, config), query, fmt.value)
 
 
 @app.command("export")

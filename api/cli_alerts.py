@@ -19,15 +19,13 @@ from pydantic import BaseModel
 
 from api.cli_common import (
     ConfigOption,
-    ContinentOption,
-    CountryOption,
     DbOption,
-    JurisdictionOption,
     err,
     load_settings,
     out,
     user_errors,
 )
+from api.cli_scope import scope_options
 from api.schemas_alerts import (
     AlertOut,
     AlertsPage,
@@ -38,6 +36,7 @@ from api.schemas_alerts import (
     delivery_out,
 )
 from pipeline.alerts import (
+    ALERT_SCOPE,
     DEFAULT_BAND,
     AlertKind,
     AlertSpec,
@@ -51,8 +50,8 @@ from pipeline.alerts import (
     list_alerts,
     send_test,
 )
+from pipeline.scope import OfferScope
 from pipeline.settings import Settings, parse_duration
-from scrapers.models import Pricing
 from warehouse import Warehouse
 
 __all__ = ["alerts_after_collection", "alerts_app", "print_webhook_results"]
@@ -130,14 +129,15 @@ def _condition(
 
 @alerts_app.command("add")
 @user_errors
+@scope_options(ALERT_SCOPE)
 def add(
+    scope: OfferScope,
     url: Annotated[
         str,
         typer.Option(
             help="Webhook target (https; http/private with GPUPRICES_ALLOW_PRIVATE_WEBHOOKS=true)"
         ),
     ],
-    gpu: Annotated[str | None, typer.Option(help="Id (H100-80GB), family or spelling")] = None,
     below: Annotated[
         float | None, typer.Option(min=0, help="Price alert: USD per GPU-hour, at most")
     ] = None,
@@ -150,15 +150,6 @@ def add(
     below_cost: Annotated[
         float | None, typer.Option(min=0, help="Workload alert: total USD, at most")
     ] = None,
-    provider: Annotated[
-        list[str] | None, typer.Option("--provider", "-p", help="Repeatable")
-    ] = None,
-    pricing: Annotated[Pricing | None, typer.Option(help="on_demand or spot")] = None,
-    region: Annotated[str | None, typer.Option(help="Part of the region text")] = None,
-    country: CountryOption = None,
-    continent: ContinentOption = None,
-    jurisdiction: JurisdictionOption = None,
-    min_gpus: Annotated[int | None, typer.Option(min=1, help="Offers with at least N")] = None,
     band: Annotated[
         float, typer.Option(min=0, help="Re-arm above threshold + band (same unit)")
     ] = DEFAULT_BAND,
@@ -168,23 +159,14 @@ def add(
     config: ConfigOption = None,
 ) -> None:
     """Create an alert; prints it with its id and, this once, its signing secret."""
-    kind, saved = _condition(gpu, below, available, workload, below_cost)
+    kind, saved = _condition(scope.gpu, below, available, workload, below_cost)
     try:
         wait = parse_duration(cooldown)
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--cooldown") from None
     condition = Condition(
         kind=kind,
-        gpu=gpu,
-        providers=tuple(provider or ()),
-        pricing=pricing,
-        region=region,
-        countries=tuple(
-            c.strip().upper() for v in country or () for c in v.split(",") if c.strip()
-        ),
-        continent=continent,
-        jurisdiction=jurisdiction,
-        min_gpu_count=min_gpus,
+        scope=scope,
         below_price_per_gpu_hour=below if kind is AlertKind.PRICE else None,
         below_cost_usd=below_cost if kind is AlertKind.WORKLOAD else None,
         workload=saved,

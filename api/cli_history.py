@@ -46,30 +46,7 @@ def parse_time(value: str | None, option: str) -> datetime | None:
     return parsed
 
 
-def history(
-    settings: Settings,
-    gpu: str,
-    interval: str,
-    providers: list[str],
-    pricing: str | None,
-    region: str | None,
-    since: str | None,
-    until: str | None,
-    fmt: str,
-    location: tuple[tuple[str, ...], str | None, str | None] = ((), None, None),
-) -> None:
-    query = HistoryQuery(
-        gpu=gpu,
-        interval=interval,  # type: ignore[arg-type]
-        providers=tuple(providers),
-        pricing=pricing,
-        region=region,
-        since=parse_time(since, "--since"),
-        until=parse_time(until, "--until"),
-        countries=location[0],
-        continent=location[1],
-        jurisdiction=location[2],
-    )
+def history(settings: Settings, query: HistoryQuery, fmt: str) -> None:
     with Warehouse.open(settings.warehouse_target) as warehouse:
         body = HistoryOut.model_validate(price_history(warehouse, query, datetime.now(UTC)))
     data = body.model_dump(mode="json")
@@ -100,7 +77,8 @@ def history(
                 )
         return
     table = Table(
-        title=f"{gpu} per GPU-hour, {interval} buckets, {data['since']} .. {data['until']}"
+        title=f"{query.gpu} per GPU-hour, {query.interval} buckets, "
+        f"{data['since']} .. {data['until']}"
     )
     for column in (
         "gpu",

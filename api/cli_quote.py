@@ -17,20 +17,13 @@ import orjson
 import typer
 from rich.table import Table
 
-from api.cli_common import (
-    ContinentOption,
-    CountryOption,
-    JurisdictionOption,
-    err,
-    load_settings,
-    out,
-    print_error,
-)
+from api.cli_common import err, load_settings, out, print_error
+from api.cli_scope import scope_options
 from api.schemas_quotes import HardwareOut, QuotesOut, hardware_out, quotes_out
 from pipeline.errors import PipelineError, UnknownGpuError, WorkloadError
-from pipeline.quotes import QuoteRequest, check_hardware, quote_offers
+from pipeline.quotes import QUOTE_SCOPE, QuoteRequest, check_hardware, quote_offers
+from pipeline.scope import OfferScope
 from pipeline.workload import Method, Optimizer, Precision, Profile, Workload
-from scrapers.models import Pricing
 from warehouse import Warehouse, WarehouseError
 
 __all__ = ["QuoteFormat", "quote"]
@@ -122,7 +115,9 @@ def _print_quotes(result: QuotesOut) -> None:
         err.print(f"[yellow]skipped[/yellow] {s.offers} × {s.gpu}: {s.reason}", soft_wrap=True)
 
 
+@scope_options(QUOTE_SCOPE - {"gpu"})  # --gpu here picks the hardware to check
 def quote(
+    scope: OfferScope,
     model: Annotated[
         str | None, typer.Option(help="A known model (GET /models), e.g. Llama-3.1-8B")
     ] = None,
@@ -154,14 +149,6 @@ def quote(
     ] = None,
     gpus: Annotated[int | None, typer.Option(help="1, 2, 4, 8 or a multiple of 8 (≤ 1024)")] = None,
     top: Annotated[int, typer.Option(min=1, help="Quotes to show")] = 10,
-    provider: Annotated[
-        list[str] | None, typer.Option("--provider", "-p", help="Repeatable")
-    ] = None,
-    pricing: Annotated[Pricing | None, typer.Option(help="on_demand or spot")] = None,
-    region: Annotated[str | None, typer.Option(help="Part of the region text")] = None,
-    country: CountryOption = None,
-    continent: ContinentOption = None,
-    jurisdiction: JurisdictionOption = None,
     include_spot: Annotated[
         bool, typer.Option(help="Also rank spot offers, with their risk")
     ] = False,
@@ -204,12 +191,7 @@ def quote(
                 raise WorkloadError("tokens", "needed to rank offers by total cost, e.g. 50M")
             request = QuoteRequest(
                 workload,
-                providers=tuple(provider or ()),
-                pricing=pricing,
-                region=region,
-                countries=tuple(country or ()),
-                continent=continent,
-                jurisdiction=jurisdiction,
+                scope=scope,
                 max_hours=max_hours,
                 max_cost_usd=max_cost,
                 include_spot=include_spot,

@@ -22,7 +22,7 @@ from api.routes import (
     regions,
     web,
 )
-from pipeline.collect import utc_now
+from pipeline.base import utc_now
 from pipeline.errors import PipelineError
 from pipeline.schedule import Collector
 from pipeline.settings import Settings

@@ -9,9 +9,10 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from pipeline.alerts import (
+    ALERT_SCOPE,
     DEFAULT_BAND,
     DEFAULT_COOLDOWN,
     AlertKind,
@@ -21,8 +22,8 @@ from pipeline.alerts import (
     CreatedAlert,
     DeliveryLog,
 )
+from pipeline.scope import OfferScope, front_end_model
 from pipeline.settings import Duration
-from scrapers.models import Pricing
 
 __all__ = [
     "AlertCreatedOut",
@@ -39,33 +40,32 @@ __all__ = [
 ]
 
 
-class AlertIn(BaseModel):
-    """A webhook target and one condition; which fields apply depends on `kind`."""
+AlertScope = front_end_model(OfferScope, ALERT_SCOPE, "AlertScope")
+"""The offers an alert watches, as the API names them (`provider`, `country`, ...)."""
 
-    model_config = ConfigDict(extra="forbid")
+
+class AlertIn(AlertScope):  # type: ignore[misc,valid-type]
+    """A webhook target and one condition; which fields apply depends on `kind`."""
 
     url: str = Field(
         min_length=1,
+        max_length=2048,
         description="Webhook target: https to a public address (http and private addresses "
         "only with GPUPRICES_ALLOW_PRIVATE_WEBHOOKS=true)",
         examples=["https://example.com/hooks/gpu"],
     )
     kind: AlertKind = Field(description="price, availability or workload")
-    gpu: str | None = Field(
-        None, min_length=1, description="Id (H100-80GB), family (H100) or any spelling"
-    )
-    providers: list[str] = Field(default_factory=list, description="Only these providers")
-    pricing: Pricing | None = Field(None, description="on_demand or spot")
-    region: str | None = Field(None, min_length=1, description="Part of the region text")
-    country: list[str] = Field(default_factory=list, description="ISO 3166-1 alpha-2 codes")
-    continent: str | None = Field(None, description="e.g. Europe")
-    jurisdiction: str | None = Field(None, description="eea or eu (unknown country never matches)")
-    min_gpu_count: int | None = Field(None, ge=1, description="Offers with at least this many")
     below_price_per_gpu_hour: float | None = Field(
-        None, gt=0, description="price: fire at or below this, USD per GPU-hour"
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        description="price: fire at or below this, USD per GPU-hour",
     )
     below_cost_usd: float | None = Field(
-        None, gt=0, description="workload: fire when the best quote costs at most this, USD"
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        description="workload: fire when the best quote costs at most this, USD",
     )
     workload: dict[str, Any] | None = Field(
         None, description="workload: the job, as the body of POST /quotes"
@@ -73,6 +73,7 @@ class AlertIn(BaseModel):
     band: float = Field(
         DEFAULT_BAND,
         ge=0,
+        allow_inf_nan=False,
         description="Re-arm only above threshold + band (USD per GPU-hour, or USD for workload)",
     )
     cooldown: Duration = Field(
@@ -82,14 +83,7 @@ class AlertIn(BaseModel):
     def spec(self) -> AlertSpec:
         condition = Condition(
             kind=self.kind,
-            gpu=self.gpu,
-            providers=tuple(self.providers),
-            pricing=self.pricing,
-            region=self.region,
-            countries=tuple(self.country),
-            continent=self.continent,
-            jurisdiction=self.jurisdiction,
-            min_gpu_count=self.min_gpu_count,
+            scope=OfferScope.model_validate(self.model_dump(include=ALERT_SCOPE)),
             below_price_per_gpu_hour=self.below_price_per_gpu_hour,
             below_cost_usd=self.below_cost_usd,
             workload=self.workload,
@@ -106,18 +100,10 @@ class AlertStateOut(BaseModel):
     evaluated_at: datetime
 
 
-class AlertOut(BaseModel):
+class AlertOut(AlertScope):  # type: ignore[misc,valid-type]
     id: str
     url: str
     kind: AlertKind
-    gpu: str | None
-    providers: list[str]
-    pricing: Pricing | None
-    region: str | None
-    country: list[str]
-    continent: str | None
-    jurisdiction: str | None
-    min_gpu_count: int | None
     below_price_per_gpu_hour: float | None
     below_cost_usd: float | None
     workload: dict[str, Any] | None
@@ -173,14 +159,7 @@ def alert_out(status: AlertStatus) -> AlertOut:
         id=rule.rule_id,
         url=rule.url,
         kind=c.kind,
-        gpu=c.gpu,
-        providers=list(c.providers),
-        pricing=c.pricing,
-        region=c.region,
-        country=list(c.countries),
-        continent=c.continent,
-        jurisdiction=c.jurisdiction,
-        min_gpu_count=c.min_gpu_count,
+        **c.scope.model_dump(include=ALERT_SCOPE),
         below_price_per_gpu_hour=c.below_price_per_gpu_hour,
         below_cost_usd=c.below_cost_usd,
         workload=dict(c.workload) if c.workload is not None else None,

@@ -7,14 +7,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from api.schemas import OfferOut
 from pipeline.architectures import known_models
-from pipeline.quotes import HardwareCheck, QuoteRequest, QuoteResult, describe_workload
+from pipeline.quotes import (
+    QUOTE_SCOPE,
+    HardwareCheck,
+    QuoteRequest,
+    QuoteResult,
+    describe_workload,
+)
 from pipeline.ranking import Quote
+from pipeline.scope import OfferScope, front_end_model
 from pipeline.workload import MemoryEstimate, Workload
-from scrapers.models import Pricing
 
 __all__ = [
     "ArchitectureOut",
@@ -35,10 +41,12 @@ __all__ = [
 ]
 
 
-class WorkloadQuery(BaseModel):
-    """The workload and the offer filters; field checks happen in `pipeline.workload`."""
+QuoteScope = front_end_model(OfferScope, QUOTE_SCOPE, "QuoteScope")
+"""The offers a quote ranks, as the API names them (`provider`, `country`, ...)."""
 
-    model_config = ConfigDict(extra="forbid")
+
+class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]
+    """The workload and the offer filters; field checks happen in `pipeline.workload`."""
 
     model: str | None = Field(
         None, description="A known model (GET /models)", examples=["Llama-3.1-8B"]
@@ -57,15 +65,6 @@ class WorkloadQuery(BaseModel):
     profile: Literal["hf", "fused"] = Field(
         "hf", description="hf: Transformers + PEFT + FA2; fused: unsloth, Liger or torchtune"
     )
-    provider: list[str] | None = Field(None, description="Only these providers")
-    pricing: Pricing | None = Field(
-        None, description="on_demand or spot (spot implies include_spot)"
-    )
-    region: str | None = Field(None, min_length=1, description="Part of the region text")
-    country: list[str] | None = Field(None, description="ISO 3166-1 alpha-2 codes, e.g. DE,FR")
-    continent: str | None = Field(None, description="e.g. Europe")
-    jurisdiction: str | None = Field(None, description="eea or eu (unknown country never matches)")
-    gpu: str | None = Field(None, min_length=1, description="Only this GPU id or family")
     max_hours: float | None = Field(None, gt=0, description="Leave out offers slower than this")
     max_cost_usd: float | None = Field(None, gt=0, description="Leave out dearer offers, USD")
     include_spot: bool = Field(False, description="Also rank spot offers, with their risk")
@@ -88,16 +87,9 @@ class WorkloadQuery(BaseModel):
         )
 
     def request(self, config: dict[str, Any] | None = None) -> QuoteRequest:
-        providers = tuple(n.strip() for v in self.provider or () for n in v.split(",") if n.strip())
         return QuoteRequest(
             workload=self.workload(config),
-            providers=providers,
-            pricing=self.pricing,
-            region=self.region,
-            countries=tuple(self.country or ()),
-            continent=self.continent,
-            jurisdiction=self.jurisdiction,
-            gpu=self.gpu,
+            scope=OfferScope.model_validate(self.model_dump(include=QUOTE_SCOPE)),
             max_hours=self.max_hours,
             max_cost_usd=self.max_cost_usd,
             include_spot=self.include_spot,

@@ -46,7 +46,7 @@ from warehouse.history import (
     price_history,
     price_history_json,
 )
-from warehouse.queries import latest_offers
+from warehouse.offers import latest_offers
 
 END = datetime(2026, 3, 1, tzinfo=UTC)
 """The last collection of the synthetic span (fixed, so runs are comparable)."""

@@ -12,17 +12,17 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
 import httpx
 
+from pipeline.base import provider_module, utc_now
 from pipeline.catalog import Catalog, get_catalog
-from pipeline.errors import UnknownProviderError
 from pipeline.freshness import snapshot_written
 from pipeline.normalize import normalize, offers_to_table, rejects_to_table
-from scrapers import PROVIDERS, Credentials, ProviderError, ProviderModule, build_client
+from scrapers import Credentials, ProviderError, ProviderModule, build_client
 from scrapers.base import credentials_from_env
 from scrapers.models import ParseResult, Reject
 from warehouse import RunRow, Warehouse
@@ -38,10 +38,6 @@ REPLAY_PLACEHOLDER_KEY = "replay"
 """Sent as the key when a replayed provider needs one and none is set (nothing leaves)."""
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 @dataclass(frozen=True, slots=True)
 class RunReport:
     provider: str
@@ -53,13 +49,6 @@ class RunReport:
     seconds: float
     observed_at: datetime
     rejects: list[Reject] = field(default_factory=list)
-
-
-def provider_module(name: str) -> ProviderModule:
-    try:
-        return PROVIDERS[name]
-    except KeyError:
-        raise UnknownProviderError(name, sorted(PROVIDERS)) from None
 
 
 def _replay_client(body: bytes) -> httpx.Client:

@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
+from pydantic import AwareDatetime, Field
 
-from pipeline.catalog import get_catalog
-from pipeline.collect import provider_module
 from pipeline.errors import PipelineError
-from pipeline.location import get_locator
-from pipeline.offers import OfferQuery, offer_filters
+from pipeline.offers import OfferQuery
+from pipeline.scope import PLACE_SCOPE, OfferScope, resolve
 from warehouse import Warehouse
 from warehouse import history as h
-from warehouse.queries import offers_sql
+from warehouse.offers import offers_sql
 
 __all__ = [
     "HistoryQuery",
@@ -37,44 +34,35 @@ INCLUDE_NOW = timedelta(seconds=1)
 ExportFormat = Literal["csv", "parquet"]
 
 
-@dataclass(frozen=True, slots=True)
-class HistoryQuery:
-    gpu: str
-    interval: Interval = "1h"
-    providers: Sequence[str] = ()
-    pricing: str | None = None
-    region: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    countries: Sequence[str] = ()
-    continent: str | None = None
-    jurisdiction: str | None = None
+class HistoryQuery(OfferScope):
+    """How prices moved: one GPU (id, family or spelling) over buckets, for offers in scope."""
+
+    gpu: str = Field(  # type: ignore[assignment]  # required here
+        min_length=1,
+        max_length=200,
+        description="Canonical id (A100-80GB), family (A100) or any provider spelling",
+        examples=["A100-80GB"],
+    )
+    interval: Interval = Field("1h", description="Bucket size of the history")
+    since: AwareDatetime | None = Field(None, description="Start (ISO 8601, inclusive)")
+    until: AwareDatetime | None = Field(None, description="End (ISO 8601, exclusive)")
+
+
+HISTORY_SCOPE = PLACE_SCOPE
+"""History is kept per snapshot summary (GPU, provider, pricing) and raw observations for the
+retention window; node details are not filters of history."""
 
 
 def _filters(query: HistoryQuery, now: datetime) -> h.HistoryFilters:
-    if query.interval not in h.BUCKETS:
-        raise PipelineError(f"interval must be one of {', '.join(h.BUCKETS)}")
-    for name in query.providers:
-        provider_module(name)
+    query.check_honoured(HISTORY_SCOPE, "history")
     until = query.until or now + INCLUDE_NOW  # `until` is exclusive: default to just after now
     since = query.since or h.default_since(query.interval, until)
     if since >= until:
         raise PipelineError(
             f"since ({since.isoformat()}) must be before until ({until.isoformat()})"
         )
-    place = get_locator().parse_filter(list(query.countries), query.continent, query.jurisdiction)
-    return h.HistoryFilters(
-        gpus=get_catalog().ids_for_query(query.gpu),
-        interval=query.interval,
-        since=since,
-        until=until,
-        providers=frozenset(query.providers) or None,
-        pricing=query.pricing,
-        region=query.region,
-        countries=place.countries,
-        continent=place.continent,
-        jurisdiction=place.jurisdiction,
-    )
+    scope = resolve(query, include_unavailable=True)  # statistics cover every listed offer
+    return h.HistoryFilters(scope=scope, interval=query.interval, since=since, until=until)
 
 
 def price_history(warehouse: Warehouse, query: HistoryQuery, now: datetime) -> dict[str, Any]:
@@ -88,7 +76,7 @@ def price_history(warehouse: Warehouse, query: HistoryQuery, now: datetime) -> d
         series.setdefault(key, []).append(row)
     return {
         "gpu": query.gpu,
-        "gpus": sorted(filters.gpus),
+        "gpus": sorted(filters.scope.gpus or ()),
         "interval": query.interval,
         "since": filters.since,
         "until": filters.until,
@@ -110,7 +98,7 @@ def price_history_json(warehouse: Warehouse, query: HistoryQuery, now: datetime)
         series = h.price_history_json(cur, filters)
     body = {
         "gpu": query.gpu,
-        "gpus": sorted(filters.gpus),
+        "gpus": sorted(filters.scope.gpus or ()),
         "interval": query.interval,
         "since": filters.since.astimezone(UTC),
         "until": filters.until.astimezone(UTC),
@@ -154,7 +142,7 @@ def _export(warehouse: Warehouse, sql: str, params: list[Any], fmt: ExportFormat
 
 def export_offers(warehouse: Warehouse, query: OfferQuery, fmt: ExportFormat) -> bytes:
     """The offers `/offers` would list, as CSV or Parquet bytes."""
-    sql, params = offers_sql(offer_filters(query))
+    sql, params = offers_sql(query.filters())
     return _export(warehouse, sql, params, fmt)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import difflib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -22,7 +23,6 @@ from pipeline.errors import PipelineError
 __all__ = [
     "JURISDICTIONS",
     "Location",
-    "LocationFilter",
     "Locator",
     "get_locator",
 ]
@@ -51,19 +51,6 @@ class Country:
     eea: bool
 
 
-@dataclass(frozen=True, slots=True)
-class LocationFilter:
-    """Validated location filters; an unknown country never matches country or jurisdiction."""
-
-    countries: frozenset[str] | None = None
-    continent: str | None = None
-    jurisdiction: Jurisdiction | None = None
-
-    @property
-    def active(self) -> bool:
-        return bool(self.countries or self.continent or self.jurisdiction)
-
-
 class Locator:
     def __init__(self, countries: list[Country], places: list[dict[str, str]]) -> None:
         self.countries = {c.iso2: c for c in countries}
@@ -88,20 +75,10 @@ class Locator:
             return self._country(match.group(1).upper(), "ISO 3166-1 code in the region text")
         return Location()
 
-    def parse_filter(
-        self,
-        countries: list[str] | None = None,
-        continent: str | None = None,
-        jurisdiction: str | None = None,
-    ) -> LocationFilter:
-        """Validate user filters; errors name the valid choices."""
-        codes = frozenset(
-            code.strip().upper()
-            for value in countries or ()
-            for code in value.split(",")
-            if code.strip()
-        )
-        unknown = sorted(codes - set(self.countries))
+    def check_countries(self, codes: Iterable[str]) -> frozenset[str] | None:
+        """Upper-cased ISO codes; an unknown one raises, naming close valid codes."""
+        found = frozenset(code.strip().upper() for code in codes if code.strip())
+        unknown = sorted(found - set(self.countries))
         if unknown:
             close = difflib.get_close_matches(unknown[0], list(self.countries), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
@@ -109,22 +86,18 @@ class Locator:
                 f"Unknown country code '{unknown[0]}': use ISO 3166-1 alpha-2 codes such as "
                 f"DE, FR, NO, US{hint} (GET /regions lists the known locations)"
             )
-        if continent is not None:
-            matched = [c for c in self.continents if c.lower() == continent.strip().lower()]
-            if not matched:
-                raise PipelineError(
-                    f"Unknown continent '{continent}'; valid: {', '.join(self.continents)}"
-                )
-            continent = matched[0]
-        if jurisdiction is not None and jurisdiction.lower() not in JURISDICTIONS:
+        return found or None
+
+    def check_continent(self, continent: str | None) -> str | None:
+        """The continent as the data files spell it; an unknown one raises, listing them."""
+        if continent is None:
+            return None
+        matched = [c for c in self.continents if c.lower() == continent.strip().lower()]
+        if not matched:
             raise PipelineError(
-                f"Unknown jurisdiction '{jurisdiction}'; valid: {', '.join(JURISDICTIONS)}"
+                f"Unknown continent '{continent}'; valid: {', '.join(self.continents)}"
             )
-        return LocationFilter(
-            countries=codes or None,
-            continent=continent,
-            jurisdiction=jurisdiction.lower() if jurisdiction else None,  # type: ignore[arg-type]
-        )
+        return matched[0]
 
 
 def _rows(name: str) -> list[dict[str, str]]:

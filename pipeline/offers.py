@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, Literal
+from collections.abc import Hashable
+from typing import Any
 
+from pydantic import AwareDatetime, Field
+
+from pipeline.base import provider_module
 from pipeline.catalog import Catalog, GpuSpec, Resolution, get_catalog
-from pipeline.collect import provider_module
 from pipeline.freshness import cached_status, provider_status
-from pipeline.location import get_locator
-from scrapers.models import FormFactor, Pricing
+from pipeline.scope import OfferScope, resolve
 from warehouse import OfferFilters, Warehouse
+from warehouse import offers as wo
 from warehouse import queries as q
 from warehouse.current import CurrentOffers
+from warehouse.offers import SortKey
 
 __all__ = [
     "OfferQuery",
@@ -29,50 +30,18 @@ __all__ = [
     "unknown_gpus",
 ]
 
-SortKey = Literal["price_per_gpu_hour", "price_per_hour"]
+class OfferQuery(OfferScope):
+    """A question about offers: which (the scope), in what order, how many, as of when."""
 
-
-@dataclass(frozen=True, slots=True)
-class OfferQuery:
-    gpu: str | None = None
-    providers: Sequence[str] = ()
-    pricing: Pricing | None = None
-    region: str | None = None
-    form_factor: FormFactor | None = None
-    max_price_per_gpu_hour: float | None = None
-    include_unavailable: bool = False
-    sort: SortKey = "price_per_gpu_hour"
-    limit: int | None = None
-    as_of: datetime | None = None
-    countries: Sequence[str] = ()
-    continent: str | None = None
-    jurisdiction: str | None = None
-
-
-def _filters(query: OfferQuery, catalog: Catalog) -> OfferFilters:
-    for name in query.providers:
-        provider_module(name)
-    place = get_locator().parse_filter(list(query.countries), query.continent, query.jurisdiction)
-    return OfferFilters(
-        gpus=catalog.ids_for_query(query.gpu) if query.gpu else None,
-        providers=frozenset(query.providers) or None,
-        pricing=str(query.pricing) if query.pricing else None,
-        region=query.region or None,
-        form_factor=str(query.form_factor) if query.form_factor else None,
-        max_price_per_gpu_hour=query.max_price_per_gpu_hour,
-        include_unavailable=query.include_unavailable,
-        sort=query.sort,
-        limit=query.limit,
-        as_of=query.as_of,
-        countries=place.countries,
-        continent=place.continent,
-        jurisdiction=place.jurisdiction,
+    sort: SortKey = Field("price_per_gpu_hour", description="Cheapest first by this price")
+    limit: int | None = Field(None, ge=1, le=100_000, description="Most offers to return")
+    as_of: AwareDatetime | None = Field(
+        None, description="ISO 8601 time: each provider's last snapshot at or before it"
     )
 
-
-def offer_filters(query: OfferQuery, catalog: Catalog | None = None) -> OfferFilters:
-    """Validated warehouse filters for `query` (unknown GPU or provider raise)."""
-    return _filters(query, catalog or get_catalog())
+    def filters(self, catalog: Catalog | None = None) -> OfferFilters:
+        """Validated warehouse filters (unknown GPU, provider or place raise)."""
+        return resolve(self, catalog, sort=self.sort, limit=self.limit, as_of=self.as_of)
 
 
 def current_offers(
@@ -83,11 +52,11 @@ def current_offers(
     From the in-memory copy when the warehouse is `serve_from_memory` and the copy answers the
     filters; else one query.
     """
-    filters = _filters(query, catalog or get_catalog())
+    filters = query.filters(catalog)
     if warehouse in _served and CurrentOffers.answers(filters):
         return _in_memory(warehouse).rows(filters)
     with warehouse.cursor() as cur:
-        return q.latest_offers(cur, filters)
+        return wo.latest_offers(cur, filters)
 
 
 _served: weakref.WeakKeyDictionary[Warehouse, CurrentOffers | None] = weakref.WeakKeyDictionary()

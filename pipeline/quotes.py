@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +9,7 @@ from pipeline.catalog import Catalog, GpuVariant, get_catalog
 from pipeline.errors import WorkloadError
 from pipeline.offers import OfferQuery, current_offers
 from pipeline.ranking import HoursEstimate, Ranking, estimate_hours, gpu_type, rank_offers
+from pipeline.scope import PLACE_SCOPE, OfferScope
 from pipeline.workload import (
     GPU_COUNTS,
     Fit,
@@ -24,6 +24,7 @@ from scrapers.models import Pricing
 from warehouse import Warehouse
 
 __all__ = [
+    "QUOTE_SCOPE",
     "HardwareCheck",
     "QuoteRequest",
     "QuoteResult",
@@ -33,16 +34,15 @@ __all__ = [
 ]
 
 
+QUOTE_SCOPE = PLACE_SCOPE
+"""Quotes rank every available offer in place and price scope; node filters come from the job."""
+
+
 @dataclass(frozen=True, slots=True)
 class QuoteRequest:
     workload: Workload
-    providers: Sequence[str] = ()
-    pricing: Pricing | None = None
-    region: str | None = None
-    gpu: str | None = None
-    countries: Sequence[str] = ()
-    continent: str | None = None
-    jurisdiction: str | None = None
+    scope: OfferScope = OfferScope()
+    """Which offers to rank (`QUOTE_SCOPE` fields)."""
     max_hours: float | None = None
     max_cost_usd: float | None = None
     include_spot: bool = False
@@ -63,20 +63,13 @@ def quote_offers(
 ) -> QuoteResult:
     """Rank the latest offers by what the whole job would cost on each."""
     cat = catalog or get_catalog()
-    query = OfferQuery(
-        gpu=request.gpu,
-        providers=tuple(request.providers),
-        pricing=request.pricing,
-        region=request.region,
-        countries=tuple(request.countries),
-        continent=request.continent,
-        jurisdiction=request.jurisdiction,
-    )
+    request.scope.check_honoured(QUOTE_SCOPE, "quotes")
+    query = OfferQuery.model_validate(request.scope.model_dump())
     ranking = rank_offers(
         request.workload,
         current_offers(warehouse, query, cat),
         cat,
-        include_spot=request.include_spot or request.pricing == Pricing.SPOT,
+        include_spot=request.include_spot or request.scope.pricing == Pricing.SPOT,
         max_hours=request.max_hours,
         max_cost_usd=request.max_cost_usd,
         top=request.top,

@@ -25,7 +25,8 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from pipeline.alerts import deliver_due, evaluate_alerts
-from pipeline.collect import run_collection, utc_now
+from pipeline.base import utc_now
+from pipeline.collect import run_collection
 from pipeline.history import prune
 from pipeline.leases import RENEWALS_PER_TTL, LeaseKeeper
 from pipeline.settings import Settings

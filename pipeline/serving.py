@@ -68,7 +68,7 @@ def answer_offers(
         providers = tuple(sorted(wanted & within_max_age(freshness, max_age)))
         if not providers:
             return OffersAnswer(offers=[], providers=[])
-        query = dataclasses.replace(query, providers=providers)
+        query = query.model_copy(update={"providers": providers})
     stale = {f.provider for f in freshness if f.stale}
     rows = [{**row, "stale": row["provider"] in stale} for row in current_offers(warehouse, query)]
     drawn = {row["provider"] for row in rows} | set(providers)

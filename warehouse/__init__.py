@@ -10,7 +10,8 @@ from warehouse.errors import (
     MissingExtraError,
     WarehouseError,
 )
-from warehouse.queries import OFFER_SCHEMA, REJECT_SCHEMA, OfferFilters, RunRow
+from warehouse.offers import OfferFilters
+from warehouse.queries import OFFER_SCHEMA, REJECT_SCHEMA, RunRow
 from warehouse.target import LakeTarget, parse_target
 
 __all__ = [

@@ -17,7 +17,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from warehouse.queries import OfferFilters, SortKey
+from warehouse.offers import OfferFilters, SortKey
 
 __all__ = ["CurrentOffers"]
 

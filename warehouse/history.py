@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from warehouse.queries import location_conditions
+from warehouse.offers import OfferFilters, scope_conditions
 
 __all__ = [
     "HistoryFilters",
@@ -37,16 +37,11 @@ BUCKETS = {"1h": "1 hour", "6h": "6 hours", "1d": "1 day", "1w": "1 week"}
 
 @dataclass(frozen=True, slots=True)
 class HistoryFilters:
-    gpus: frozenset[str]
+    scope: OfferFilters
+    """Which offers (`gpus` set); `include_unavailable` true: statistics cover listed offers."""
     interval: str
     since: datetime
     until: datetime
-    providers: frozenset[str] | None = None
-    pricing: str | None = None
-    region: str | None = None
-    countries: frozenset[str] | None = None
-    continent: str | None = None
-    jurisdiction: str | None = None
 
 
 def _summaries_from_raw(conditions: list[str]) -> str:
@@ -124,26 +119,22 @@ def _bucket_start(interval: str) -> str:
 
 def history_sql(f: HistoryFilters) -> tuple[str, list[Any]]:
     params: list[Any] = []
-    where = ["gpu IN (SELECT unnest(?))", "observed_at >= ?", "observed_at < ?"]
-    params += [sorted(f.gpus), f.since, f.until]
-    if f.providers is not None:
-        where.append("provider IN (SELECT unnest(?))")
-        params.append(sorted(f.providers))
-    if f.pricing is not None:
-        where.append("pricing = ?")
-        params.append(f.pricing)
-    conditions = []
-    if f.region is not None:
-        conditions.append("contains(lower(region), lower(?))")
-        params.append(f.region)
-    conditions += location_conditions(f, params)
-    # Summaries are per snapshot and GPU, not per place: place filters rebuild them from the raw
-    # observations, which cover the retention window. All filters go inside, ahead of the
-    # per-snapshot quantiles: DuckDB does not push the `IN (SELECT unnest(?))` semi join below
-    # the GROUP BY, so outside they would rebuild summaries for every GPU first.
+    # Summaries are per snapshot, GPU, provider and pricing, not per place or node: any other
+    # filter rebuilds them from the raw observations, which cover the retention window. All
+    # filters go inside, ahead of the per-snapshot quantiles: DuckDB does not push the
+    # `IN (SELECT unnest(?))` semi join below the GROUP BY, so outside they would rebuild
+    # summaries for every GPU first.
+    summarised = OfferFilters(
+        gpus=f.scope.gpus,
+        providers=f.scope.providers,
+        pricing=f.scope.pricing,
+        include_unavailable=f.scope.include_unavailable,
+    )
+    where = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
+    params += [f.since, f.until]
     source = "price_summaries"
-    if conditions:
-        source = f"({_summaries_from_raw(where + conditions)})"
+    if f.scope != summarised or not f.scope.include_unavailable:
+        source = f"({_summaries_from_raw(where)})"
         where = ["TRUE"]
     sql = f"""
         SELECT gpu, provider, pricing,

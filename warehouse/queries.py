@@ -11,18 +11,17 @@ from typing import Any, Literal
 import duckdb
 import pyarrow as pa
 
+from warehouse.offers import NEWEST_SNAPSHOT
+
 __all__ = [
     "OFFER_SCHEMA",
     "REJECT_SCHEMA",
-    "OfferFilters",
     "RunRow",
     "insert_run",
-    "latest_offers",
     "current_price_stats",
     "current_regions",
     "latest_runs",
     "run_stats",
-    "offers_sql",
     "provider_status",
     "quarantine_counts",
     "quarantined",
@@ -69,9 +68,6 @@ REJECT_SCHEMA = pa.schema(
     ]
 )
 
-SortKey = Literal["price_per_gpu_hour", "price_per_hour"]
-
-
 @dataclass(frozen=True, slots=True)
 class RunRow:
     run_id: str
@@ -84,27 +80,6 @@ class RunRow:
     reject_count: int
     error: str | None
     source: str
-
-
-@dataclass(frozen=True, slots=True)
-class OfferFilters:
-    """Filters over current offers; `gpus` is a set of canonical ids (already resolved)."""
-
-    gpus: frozenset[str] | None = None
-    providers: frozenset[str] | None = None
-    pricing: str | None = None
-    region: str | None = None
-    form_factor: str | None = None
-    max_price_per_gpu_hour: float | None = None
-    include_unavailable: bool = False
-    sort: SortKey = "price_per_gpu_hour"
-    limit: int | None = None
-    as_of: datetime | None = None
-    """None: the current snapshots; else each provider's last good snapshot at or before it."""
-    countries: frozenset[str] | None = None
-    continent: str | None = None
-    jurisdiction: str | None = None
-    """'eea' or 'eu': offers whose known country is in it (unknown country never matches)."""
 
 
 def insert_run(
@@ -213,107 +188,6 @@ _LATEST_OK_RUNS = """
 """
 
 
-def location_conditions(filters: Any, params: list[Any]) -> list[str]:
-    """SQL conditions for `countries`, `continent`, `jurisdiction` on any offers relation."""
-    conditions = []
-    if filters.countries:
-        conditions.append("country IN (SELECT unnest(?))")
-        params.append(sorted(filters.countries))
-    if filters.continent:
-        conditions.append("continent = ?")
-        params.append(filters.continent)
-    if filters.jurisdiction == "eea":
-        conditions.append("eea IS TRUE")
-    elif filters.jurisdiction == "eu":
-        conditions.append("eu IS TRUE")
-    return conditions
-
-
-_NEWEST_SNAPSHOT = "{'observed': observed_at, 'finished': finished_at}"
-"""The order of a provider's good runs: newest observation first, then last finished."""
-
-_SNAPSHOTS_AS_OF = f"""
-    SELECT arg_max(run_id, {_NEWEST_SNAPSHOT}) FROM collection_runs
-    WHERE status = 'ok' AND observed_at <= ? GROUP BY provider
-"""
-
-_ORDER = {
-    "price_per_gpu_hour": "price_per_gpu_hour, price_per_hour",
-    "price_per_hour": "price_per_hour, price_per_gpu_hour",
-}
-
-
-def latest_offers(conn: duckdb.DuckDBPyConnection, filters: OfferFilters) -> list[dict[str, Any]]:
-    """Offers of each provider's latest good snapshot (or the one as of `filters.as_of`)."""
-    snapshots = None
-    if filters.as_of is not None:
-        snapshots = conn.execute(
-            f"""
-            SELECT arg_max(run_id, {_NEWEST_SNAPSHOT}), arg_max(observed_at, {_NEWEST_SNAPSHOT})
-            FROM collection_runs WHERE status = 'ok' AND observed_at <= ? GROUP BY provider
-            """,
-            [filters.as_of],
-        ).fetchall()
-    sql, params = offers_sql(filters, snapshots)
-    cursor = conn.execute(sql, params)
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
-
-
-def offers_sql(
-    filters: OfferFilters, snapshots: list[tuple[str, datetime]] | None = None
-) -> tuple[str, list[Any]]:
-    """The query behind `latest_offers`, for exports that stream it to a file.
-
-    With `as_of`, `snapshots` (each provider's snapshot run then and its observed_at, as
-    `latest_offers` finds them) bound `observed_at` by constants, so that DuckDB reads only the
-    row groups of those snapshots instead of every observation up to `as_of`.
-    """
-    where = ["TRUE"]
-    params: list[Any] = []
-    source = "current_offers"
-    if filters.as_of is not None and snapshots is None:
-        source = "offer_observations"
-        where = [f"run_id IN ({_SNAPSHOTS_AS_OF})", "observed_at <= ?"]
-        params = [filters.as_of, filters.as_of]
-    elif filters.as_of is not None and snapshots is not None:
-        source = "offer_observations"
-        times = [observed_at for _, observed_at in snapshots]
-        where = ["run_id IN (SELECT unnest(?))", "observed_at BETWEEN ? AND ?"]
-        params = [[run_id for run_id, _ in snapshots], min(times, default=filters.as_of),
-                  min(max(times, default=filters.as_of), filters.as_of)]  # fmt: skip
-    if filters.gpus is not None:
-        where.append("gpu IN (SELECT unnest(?))")
-        params.append(sorted(filters.gpus))
-    if filters.providers is not None:
-        where.append("provider IN (SELECT unnest(?))")
-        params.append(sorted(filters.providers))
-    if filters.pricing is not None:
-        where.append("pricing = ?")
-        params.append(filters.pricing)
-    if filters.form_factor is not None:
-        where.append("form_factor = ?")
-        params.append(filters.form_factor)
-    if filters.region is not None:
-        where.append("contains(lower(region), lower(?))")
-        params.append(filters.region)
-    if filters.max_price_per_gpu_hour is not None:
-        where.append("price_per_gpu_hour <= ?")
-        params.append(filters.max_price_per_gpu_hour)
-    if not filters.include_unavailable:
-        where.append("available")
-    where += location_conditions(filters, params)
-    sql = (
-        f"SELECT * FROM {source} WHERE "
-        + " AND ".join(where)
-        + f" ORDER BY {_ORDER[filters.sort]}, provider, offer_id, pricing"
-    )
-    if filters.limit is not None:
-        sql += " LIMIT ?"
-        params.append(filters.limit)
-    return sql, params
-
-
 def unknown_gpus(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """GPU names in the latest snapshots that the catalog does not know, with where seen."""
     cursor = conn.execute(
@@ -358,7 +232,7 @@ def provider_status(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
         last_ok AS (
             SELECT provider, arg_max({{'finished': finished_at, 'observed': observed_at,
                                        'offers': offer_count, 'run_id': run_id}},
-                                     {_NEWEST_SNAPSHOT}) AS o
+                                     {NEWEST_SNAPSHOT}) AS o
             FROM collection_runs WHERE status = 'ok' GROUP BY provider
         ),
         last_error AS (

@@ -2,53 +2,34 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import Response
 
-from api import parameters as p
 from api.deps import ClockDep, SettingsDep, WarehouseDep
-from api.routes.offers import OfferQueryDep, split_providers
+from api.routes.offers import OfferQueryDep
 from api.schemas import HistoryOut
 from pipeline.history import (
+    HISTORY_SCOPE,
     HistoryQuery,
     check_as_of,
     export_history,
     export_offers,
     price_history_json,
 )
+from pipeline.scope import front_end_model
 
 router = APIRouter(tags=["history"])
 
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
+ExportFormatParam = Annotated[str, Path(pattern="^(csv|parquet)$", description="csv or parquet")]
 
 
-def history_query(
-    gpu: Annotated[str, Query(min_length=1, description="Id, family or any spelling")],
-    interval: p.IntervalParam = "1h",
-    provider: p.ProviderParam = None,
-    pricing: p.PricingParam = None,
-    region: p.RegionParam = None,
-    since: p.SinceParam = None,
-    until: p.UntilParam = None,
-    country: p.CountryParam = None,
-    continent: p.ContinentParam = None,
-    jurisdiction: p.JurisdictionParam = None,
-) -> HistoryQuery:
-    for name, value in (("since", since), ("until", until)):
-        if value is not None and value.tzinfo is None:
-            raise HTTPException(422, detail=f"{name} needs a timezone, e.g. 2026-03-01T00:00:00Z")
-    return HistoryQuery(
-        gpu=gpu,
-        interval=interval,
-        providers=split_providers(provider),
-        pricing=str(pricing) if pricing else None,
-        region=region,
-        since=since,
-        until=until,
-        countries=tuple(country or ()),
-        continent=continent,
-        jurisdiction=jurisdiction,
-    )
+HistoryParams = front_end_model(HistoryQuery, HISTORY_SCOPE, "HistoryParams")
+"""The query of `/prices/history` and its export: the scope fields history honours."""
+
+
+def history_query(params: Annotated[HistoryParams, Query()]) -> HistoryQuery:
+    return HistoryQuery.model_validate(params.model_dump(exclude_unset=True))
 
 
 HistoryQueryDep = Annotated[HistoryQuery, Depends(history_query)]
@@ -74,7 +55,7 @@ def _file(body: bytes, name: str, fmt: str) -> Response:
 
 @router.get("/export/offers.{fmt}", summary="Current (or as_of) offers as CSV or Parquet")
 def export_offers_file(
-    fmt: Annotated[str, p.Path(pattern="^(csv|parquet)$")],
+    fmt: ExportFormatParam,
     warehouse: WarehouseDep,
     settings: SettingsDep,
     clock: ClockDep,
@@ -87,7 +68,7 @@ def export_offers_file(
 
 @router.get("/export/history.{fmt}", summary="Price history as CSV or Parquet")
 def export_history_file(
-    fmt: Annotated[str, p.Path(pattern="^(csv|parquet)$")],
+    fmt: ExportFormatParam,
     warehouse: WarehouseDep,
     clock: ClockDep,
     query: HistoryQueryDep,

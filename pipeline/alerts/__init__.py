@@ -18,6 +18,7 @@ from pipeline.alerts.errors import (
 )
 from pipeline.alerts.evaluate import evaluate_alerts
 from pipeline.alerts.rules import (
+    ALERT_SCOPE,
     DEFAULT_BAND,
     DEFAULT_COOLDOWN,
     AlertKind,
@@ -39,6 +40,7 @@ from pipeline.alerts.service import (
 from pipeline.alerts.targets import Resolver, check_target, resolve_host
 
 __all__ = [
+    "ALERT_SCOPE",
     "DEFAULT_BAND",
     "DEFAULT_COOLDOWN",
     "AlertError",

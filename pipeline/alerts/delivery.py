@@ -29,7 +29,7 @@ import httpx
 from pipeline.alerts.errors import UnresolvableTargetError, UnsafeTargetError
 from pipeline.alerts.signing import signed_headers
 from pipeline.alerts.targets import CheckedTarget, Resolver, check_target, resolve_host
-from pipeline.collect import utc_now
+from pipeline.base import utc_now
 from pipeline.settings import Settings
 from warehouse import Warehouse
 from warehouse import alerts as wa

@@ -84,20 +84,8 @@ def observe(warehouse: Warehouse, rule: AlertRule, catalog: Catalog) -> Observat
             "cost_range_usd": list(quote.cost_range_usd),
         }
         return Observation(quote.cost_usd, [dict(quote.offer)], quote=summary)
-    query = OfferQuery(
-        gpu=c.gpu,
-        providers=c.providers,
-        pricing=c.pricing,
-        region=c.region,
-        countries=c.countries,
-        continent=c.continent,
-        jurisdiction=c.jurisdiction,
-    )
-    offers = [
-        o
-        for o in current_offers(warehouse, query, catalog)
-        if c.min_gpu_count is None or o["gpu_count"] >= c.min_gpu_count
-    ]
+    query = OfferQuery.model_validate(c.scope.model_dump())
+    offers = current_offers(warehouse, query, catalog)
     if c.kind is AlertKind.AVAILABILITY:
         places = frozenset(_place(o) for o in offers)
         return Observation(float(len(places)), offers, places)

@@ -13,7 +13,8 @@ from typing import Any, Literal
 
 import orjson
 
-from pipeline.alerts.rules import AlertKind, AlertRule
+from pipeline.alerts.condition import ALERT_SCOPE, AlertKind
+from pipeline.alerts.rules import AlertRule
 from warehouse.alerts import DeliveryRow
 
 __all__ = [
@@ -58,14 +59,7 @@ def rule_summary(rule: AlertRule) -> dict[str, Any]:
     return {
         "id": rule.rule_id,
         "kind": str(c.kind),
-        "gpu": c.gpu,
-        "providers": list(c.providers),
-        "pricing": str(c.pricing) if c.pricing else None,
-        "region": c.region,
-        "countries": list(c.countries),
-        "continent": c.continent,
-        "jurisdiction": c.jurisdiction,
-        "min_gpu_count": c.min_gpu_count,
+        **c.scope.model_dump(mode="json", include=ALERT_SCOPE),
         "below_price_per_gpu_hour": c.below_price_per_gpu_hour,
         "below_cost_usd": c.below_cost_usd,
         "band": rule.band,

@@ -13,23 +13,19 @@ from __future__ import annotations
 
 import math
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from enum import StrEnum
-from typing import Any
 
-import orjson
-
+from pipeline.alerts.condition import ALERT_SCOPE, AlertKind, Condition
 from pipeline.alerts.errors import InvalidAlertError
 from pipeline.alerts.targets import Resolver, check_target, resolve_host
+from pipeline.alerts.workloads import quote_request
 from pipeline.catalog import Catalog, get_catalog
-from pipeline.collect import provider_module
-from pipeline.location import get_locator
-from scrapers.models import Pricing
+from pipeline.scope import resolve
 from warehouse.alerts import RuleRow
 
 __all__ = [
+    "ALERT_SCOPE",
     "DEFAULT_BAND",
     "DEFAULT_COOLDOWN",
     "AlertKind",
@@ -45,73 +41,6 @@ DEFAULT_BAND = 0.05
 DEFAULT_COOLDOWN = timedelta(0)
 """No cooldown unless asked: the edge and the band alone keep a rule from repeating."""
 MAX_COOLDOWN = timedelta(days=30)
-
-
-class AlertKind(StrEnum):
-    PRICE = "price"
-    AVAILABILITY = "availability"
-    WORKLOAD = "workload"
-
-
-@dataclass(frozen=True, slots=True)
-class Condition:
-    kind: AlertKind
-    gpu: str | None = None
-    providers: tuple[str, ...] = ()
-    pricing: Pricing | None = None
-    region: str | None = None
-    countries: tuple[str, ...] = ()
-    continent: str | None = None
-    jurisdiction: str | None = None
-    """Where the offers must be (issue: data residency); an unknown country never matches."""
-    min_gpu_count: int | None = None
-    below_price_per_gpu_hour: float | None = None
-    below_cost_usd: float | None = None
-    workload: Mapping[str, Any] | None = None
-    """The saved workload (the body `POST /quotes` takes), for `workload` rules."""
-
-    @property
-    def threshold(self) -> float | None:
-        if self.kind is AlertKind.PRICE:
-            return self.below_price_per_gpu_hour
-        if self.kind is AlertKind.WORKLOAD:
-            return self.below_cost_usd
-        return None
-
-    def to_json(self) -> str:
-        data = {
-            "kind": str(self.kind),
-            "gpu": self.gpu,
-            "providers": list(self.providers),
-            "pricing": str(self.pricing) if self.pricing else None,
-            "region": self.region,
-            "countries": list(self.countries),
-            "continent": self.continent,
-            "jurisdiction": self.jurisdiction,
-            "min_gpu_count": self.min_gpu_count,
-            "below_price_per_gpu_hour": self.below_price_per_gpu_hour,
-            "below_cost_usd": self.below_cost_usd,
-            "workload": dict(self.workload) if self.workload is not None else None,
-        }
-        return orjson.dumps(data).decode()
-
-    @classmethod
-    def from_json(cls, text: str) -> Condition:
-        data = orjson.loads(text)
-        return cls(
-            kind=AlertKind(data["kind"]),
-            gpu=data.get("gpu"),
-            providers=tuple(data.get("providers") or ()),
-            pricing=Pricing(data["pricing"]) if data.get("pricing") else None,
-            region=data.get("region"),
-            countries=tuple(data.get("countries") or ()),
-            continent=data.get("continent"),
-            jurisdiction=data.get("jurisdiction"),
-            min_gpu_count=data.get("min_gpu_count"),
-            below_price_per_gpu_hour=data.get("below_price_per_gpu_hour"),
-            below_cost_usd=data.get("below_cost_usd"),
-            workload=data.get("workload"),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,27 +117,20 @@ def _absent(condition: Condition, *names: str) -> None:
 
 
 def _check_condition(condition: Condition, catalog: Catalog) -> None:
-    for name in condition.providers:
-        provider_module(name)
-    get_locator().parse_filter(
-        list(condition.countries), condition.continent, condition.jurisdiction
-    )
-    if condition.min_gpu_count is not None and condition.min_gpu_count < 1:
-        raise InvalidAlertError("min_gpu_count", "must be at least 1")
+    scope = condition.scope
+    scope.check_honoured(ALERT_SCOPE, "an alert")
+    resolve(scope, catalog)  # unknown GPU, provider or place raise
     if condition.kind is AlertKind.WORKLOAD:
-        from pipeline.alerts.workloads import quote_request
-
-        _absent(condition, "below_price_per_gpu_hour", "min_gpu_count")
+        _absent(condition, "below_price_per_gpu_hour")
+        if scope.min_gpu_count is not None:
+            raise InvalidAlertError("min_gpu_count", "does not apply to a workload alert")
         _positive("below_cost_usd", condition.below_cost_usd)
         if condition.workload is None:
             raise InvalidAlertError("workload", "is required for a workload alert")
         quote_request(condition)  # raises on a workload that cannot be quoted
-        if condition.gpu:
-            catalog.ids_for_query(condition.gpu)
         return
-    if not condition.gpu:
+    if not scope.gpu:
         raise InvalidAlertError("gpu", f"is required for a {condition.kind} alert")
-    catalog.ids_for_query(condition.gpu)
     _absent(condition, "below_cost_usd", "workload")
     if condition.kind is AlertKind.PRICE:
         _positive("below_price_per_gpu_hour", condition.below_price_per_gpu_hour)

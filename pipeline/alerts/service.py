@@ -15,8 +15,8 @@ from pipeline.alerts.rules import AlertRule, AlertSpec, new_rule_id, rule_from_r
 from pipeline.alerts.rules import validate_spec as _validate
 from pipeline.alerts.signing import new_secret
 from pipeline.alerts.targets import Resolver, resolve_host
+from pipeline.base import utc_now
 from pipeline.catalog import Catalog
-from pipeline.collect import utc_now
 from pipeline.settings import Settings
 from warehouse import Warehouse
 from warehouse import alerts as wa

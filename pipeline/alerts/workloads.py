@@ -1,23 +1,24 @@
 """Workload-cost alerts: a saved workload (the body `POST /quotes` takes) quoted on current offers.
 
-Filters given with the rule (providers, pricing, region, gpu) win over those in the file.
+Filters given with the rule (its scope: gpu, providers, pricing, place) win over those saved
+with the workload.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from pydantic import ValidationError
+
+from pipeline.alerts.condition import Condition
 from pipeline.alerts.errors import InvalidAlertError
 from pipeline.catalog import Catalog
-from pipeline.quotes import QuoteRequest, quote_offers
+from pipeline.quotes import QUOTE_SCOPE, QuoteRequest, quote_offers
 from pipeline.ranking import Quote
+from pipeline.scope import OfferScope
 from pipeline.workload import Workload
-from scrapers.models import Pricing
 from warehouse import Warehouse
-
-if TYPE_CHECKING:
-    from pipeline.alerts.rules import Condition
 
 __all__ = ["best_quote", "quote_request"]
 
@@ -37,62 +38,39 @@ _WORKLOAD_KEYS = frozenset(
         "profile",
     }
 )
-_FILTER_KEYS = frozenset(
-    {
-        "provider",
-        "pricing",
-        "region",
-        "country",
-        "continent",
-        "jurisdiction",
-        "gpu",
-        "max_hours",
-        "include_spot",
-    }
-)
+_SCOPE_KEYS = frozenset(OfferScope.model_fields[name].alias or name for name in QUOTE_SCOPE)
+"""The quote's offer filters, by the names the body of `POST /quotes` gives them."""
+_QUOTE_KEYS = frozenset({"max_hours", "include_spot"})
 _IGNORED_KEYS = frozenset({"top", "max_cost_usd"})
 """Quote options that an alert sets itself (the best quote; the threshold)."""
-
-
-def _providers(value: Any) -> tuple[str, ...]:
-    items = [value] if isinstance(value, str) else list(value or ())
-    return tuple(n.strip() for item in items for n in str(item).split(",") if n.strip())
 
 
 def quote_request(condition: Condition) -> QuoteRequest:
     """The quote an alert's `condition` asks for (a `Condition` of kind workload)."""
     saved: Mapping[str, Any] = condition.workload or {}
-    unknown = sorted(set(saved) - _WORKLOAD_KEYS - _FILTER_KEYS - _IGNORED_KEYS)
+    unknown = sorted(set(saved) - _WORKLOAD_KEYS - _SCOPE_KEYS - _QUOTE_KEYS - _IGNORED_KEYS)
     if unknown:
         raise InvalidAlertError("workload", f"unknown fields {', '.join(unknown)}")
     if "method" not in saved:
         raise InvalidAlertError("workload", "method is required (full, lora or qlora)")
     options = {k: v for k, v in saved.items() if k in _WORKLOAD_KEYS}
     workload = Workload.build(**options)
-    try:
-        saved_pricing = Pricing(saved["pricing"]) if saved.get("pricing") else None
-    except ValueError:
-        raise InvalidAlertError("workload", "pricing must be on_demand or spot") from None
-    pricing = condition.pricing or saved_pricing
+    try:  # the saved body's filters, by their API names; the alert's own win
+        saved_scope = OfferScope.model_validate(
+            {k: v for k, v in saved.items() if k in _SCOPE_KEYS and v is not None}
+        )
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise InvalidAlertError("workload", f"{where}: {error['msg']}") from None
+    given = {name: getattr(condition.scope, name) for name in condition.scope.given()}
     return QuoteRequest(
         workload=workload,
-        providers=condition.providers or _providers(saved.get("provider")),
-        pricing=pricing,
-        region=condition.region or saved.get("region"),
-        countries=condition.countries or tuple(_listed(saved.get("country"))),
-        continent=condition.continent or saved.get("continent"),
-        jurisdiction=condition.jurisdiction or saved.get("jurisdiction"),
-        gpu=condition.gpu or saved.get("gpu"),
+        scope=saved_scope.model_copy(update=given),
         max_hours=saved.get("max_hours"),
         include_spot=bool(saved.get("include_spot", False)),
         top=1,
     )
-
-
-def _listed(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value] if isinstance(value, list) else []
 
 
 def best_quote(warehouse: Warehouse, condition: Condition, catalog: Catalog) -> Quote | None:

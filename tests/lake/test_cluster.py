@@ -92,7 +92,7 @@ def test_two_collectors_and_two_api_replicas_share_one_lake(lake, tmp_path: Path
         with Warehouse.open(lake.url, data_path=lake.data_path) as wh:
             spec = AlertSpec(
                 url=receiver.url,
-                condition=Condition(
+                condition=Condition.of(
                     kind=AlertKind.PRICE,
                     gpu="H100-80GB",
                     pricing=Pricing.ON_DEMAND,

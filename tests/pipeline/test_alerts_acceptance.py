@@ -46,7 +46,7 @@ def settings(db_path):
 
 
 def h100_below(url: str, price: float) -> AlertSpec:
-    condition = Condition(
+    condition = Condition.of(
         kind=AlertKind.PRICE,
         gpu="H100-80GB",
         pricing=Pricing.ON_DEMAND,

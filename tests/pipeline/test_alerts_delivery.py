@@ -40,7 +40,7 @@ def settings(db_path):
 
 
 def add_rule(warehouse, settings, url, now):
-    condition = Condition(AlertKind.AVAILABILITY, gpu="H100-80GB")
+    condition = Condition.of(AlertKind.AVAILABILITY, gpu="H100-80GB")
     return create_alert(warehouse, AlertSpec(url=url, condition=condition), settings, now)
 
 

@@ -58,7 +58,7 @@ def without_h100_available(tmp_path):
 def test_availability_fires_when_the_gpu_appears_and_again_only_after_it_was_gone(
     warehouse, settings, clock, tmp_path
 ):
-    spec = AlertSpec(URL, Condition(AlertKind.AVAILABILITY, gpu="H100-80GB"))
+    spec = AlertSpec(URL, Condition.of(AlertKind.AVAILABILITY, gpu="H100-80GB"))
     created = create_alert(warehouse, spec, settings, clock())
     sold_out, back = without_h100_available(tmp_path), FIXTURES / "vastai_bundles.json"
     fired = []
@@ -81,13 +81,13 @@ def test_availability_fires_when_the_gpu_appears_and_again_only_after_it_was_gon
 
 
 def test_a_price_rule_respects_its_filters(warehouse, settings, clock, tmp_path):
-    spot_only = Condition(
+    spot_only = Condition.of(
         AlertKind.PRICE, gpu="H100", pricing=Pricing.SPOT, below_price_per_gpu_hour=1.25
     )
-    big_only = Condition(
+    big_only = Condition.of(
         AlertKind.PRICE, gpu="A100-80GB", min_gpu_count=4, below_price_per_gpu_hour=5.0
     )
-    elsewhere = Condition(
+    elsewhere = Condition.of(
         AlertKind.PRICE, gpu="H100", region="Europe", below_price_per_gpu_hour=5.0
     )
     ids = {
@@ -105,7 +105,7 @@ def test_a_price_rule_respects_its_filters(warehouse, settings, clock, tmp_path)
 def test_a_failed_run_leaves_the_last_good_snapshot_in_force_and_marks_it_stale(
     warehouse, settings, clock, tmp_path
 ):
-    spec = AlertSpec(URL, Condition(AlertKind.PRICE, gpu="H100-80GB",
+    spec = AlertSpec(URL, Condition.of(AlertKind.PRICE, gpu="H100-80GB",
                                     pricing=Pricing.ON_DEMAND, below_price_per_gpu_hour=1.5))
     create_alert(warehouse, spec, settings, clock())
     collect(warehouse, clock, vast_bundles(tmp_path, 1.93))
@@ -123,7 +123,7 @@ def test_a_workload_rule_fires_when_the_best_quote_drops_under_its_cost(
     warehouse, settings, clock, tmp_path
 ):
     workload = {"model": "Llama-3.1-8B", "method": "full", "tokens": "50M"}
-    condition = Condition(
+    condition = Condition.of(
         AlertKind.WORKLOAD, gpu="H100-80GB", workload=workload, below_cost_usd=5.5
     )
     created = create_alert(warehouse, AlertSpec(URL, condition, band=0.5), settings, clock())
@@ -140,7 +140,7 @@ def test_a_workload_rule_fires_when_the_best_quote_drops_under_its_cost(
 
 
 def test_a_disabled_rule_is_not_evaluated(warehouse, settings, clock, tmp_path):
-    spec = AlertSpec(URL, Condition(AlertKind.AVAILABILITY, gpu="H100-80GB"))
+    spec = AlertSpec(URL, Condition.of(AlertKind.AVAILABILITY, gpu="H100-80GB"))
     created = create_alert(warehouse, spec, settings, clock())
     with warehouse.transaction() as conn:
         wa.disable_rule(conn, created.rule.rule_id, clock(), "endpoint answered 410 Gone")

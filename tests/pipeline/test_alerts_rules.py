@@ -23,12 +23,12 @@ URL = "http://127.0.0.1:9000/hook"
 
 
 def price_rule(band: float = 0.05, cooldown: timedelta = timedelta(0)) -> AlertRule:
-    condition = Condition(AlertKind.PRICE, gpu="H100-80GB", below_price_per_gpu_hour=1.50)
+    condition = Condition.of(AlertKind.PRICE, gpu="H100-80GB", below_price_per_gpu_hour=1.50)
     return AlertRule("alr_1", URL, condition, band, cooldown, T0)
 
 
 def availability_rule(cooldown: timedelta = timedelta(0)) -> AlertRule:
-    condition = Condition(AlertKind.AVAILABILITY, gpu="H100-80GB")
+    condition = Condition.of(AlertKind.AVAILABILITY, gpu="H100-80GB")
     return AlertRule("alr_2", URL, condition, 0.0, cooldown, T0)
 
 
@@ -99,7 +99,7 @@ def test_an_availability_event_names_only_the_new_places():
 
 def spec(url: str = URL, **condition) -> AlertSpec:
     kind = condition.pop("kind", AlertKind.PRICE)
-    return AlertSpec(url=url, condition=Condition(kind, **condition))
+    return AlertSpec(url=url, condition=Condition.of(kind, **condition))
 
 
 def test_a_price_rule_needs_a_known_gpu_and_a_positive_threshold():
@@ -165,7 +165,7 @@ def test_a_workload_rule_needs_a_workload_that_can_be_quoted_and_a_cost():
 
 
 def test_a_conditions_json_round_trips():
-    condition = Condition(
+    condition = Condition.of(
         AlertKind.PRICE, gpu="H100", providers=("vastai",), region="US", min_gpu_count=8,
         below_price_per_gpu_hour=1.5,
     )
@@ -173,6 +173,6 @@ def test_a_conditions_json_round_trips():
 
 
 def test_a_rules_repr_never_shows_its_secret():
-    rule = AlertRule("alr_1", URL, Condition(AlertKind.AVAILABILITY, gpu="H100"), 0, timedelta(0),
-                     T0, secret="whsec_c2VjcmV0")
+    condition = Condition.of(AlertKind.AVAILABILITY, gpu="H100")
+    rule = AlertRule("alr_1", URL, condition, 0, timedelta(0), T0, secret="whsec_c2VjcmV0")
     assert "whsec_" not in repr(rule)

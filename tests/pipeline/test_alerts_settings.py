@@ -37,7 +37,8 @@ def test_an_empty_api_key_is_refused(monkeypatch):
 def test_the_public_names_of_the_alerts_package_are_pinned():
     assert sorted(pipeline.alerts.__all__) == sorted(
         [
-            "DEFAULT_BAND", "DEFAULT_COOLDOWN", "AlertError", "AlertKind", "AlertNotFoundError",
+            "ALERT_SCOPE", "DEFAULT_BAND", "DEFAULT_COOLDOWN", "AlertError", "AlertKind",
+            "AlertNotFoundError",
             "AlertRule", "AlertSpec", "AlertStatus", "AttemptResult", "Condition",
             "CreatedAlert", "DeliveryLog", "InvalidAlertError", "Resolver", "TargetError",
             "UnresolvableTargetError", "UnsafeTargetError", "WebhookSender", "alert_deliveries",

@@ -111,7 +111,7 @@ def test_a_target_is_checked_again_at_send_time_and_refused_if_it_now_resolves_p
     settings = Settings(db=db_path)
     spec = AlertSpec(
         url="https://hooks.example.com/gpu",
-        condition=Condition(AlertKind.PRICE, gpu="H100-80GB", below_price_per_gpu_hour=2.0),
+        condition=Condition.of(AlertKind.PRICE, gpu="H100-80GB", below_price_per_gpu_hour=2.0),
     )
     now = datetime.now(UTC)
     created = create_alert(warehouse, spec, settings, now, resolver=PUBLIC)

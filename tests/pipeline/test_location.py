@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from pipeline.errors import PipelineError
 from pipeline.location import get_locator
+from pipeline.scope import OfferScope, resolve
 
 LOCATOR = get_locator()
 
@@ -55,19 +57,19 @@ def test_the_eea_is_the_eu_plus_iceland_liechtenstein_and_norway():
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "message"),
+    ("kwargs", "error", "message"),
     [
-        ({"countries": ["XX"]}, "ISO 3166-1"),
-        ({"jurisdiction": "mars"}, "valid: eea, eu"),
-        ({"continent": "Atlantis"}, "valid: Africa"),
+        ({"countries": ["XX"]}, PipelineError, "ISO 3166-1"),
+        ({"jurisdiction": "mars"}, ValidationError, "'eea' or 'eu'"),
+        ({"continent": "Atlantis"}, PipelineError, "valid: Africa"),
     ],
 )
-def test_bad_location_filters_name_the_valid_choices(kwargs, message):
-    with pytest.raises(PipelineError, match=message):
-        LOCATOR.parse_filter(**kwargs)
+def test_bad_location_filters_name_the_valid_choices(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        resolve(OfferScope(**kwargs))
 
 
 def test_filters_accept_lists_commas_and_any_case():
-    place = LOCATOR.parse_filter(["de,fr", "no"], "europe", "EEA")
+    place = resolve(OfferScope(country=["de,fr", "no"], continent="europe", jurisdiction="EEA"))
     assert place.countries == {"DE", "FR", "NO"}
     assert (place.continent, place.jurisdiction) == ("Europe", "eea")

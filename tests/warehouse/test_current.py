@@ -12,7 +12,7 @@ from pipeline.collect import run_collection
 from tests.conftest import FIXTURES, OBSERVED_AT
 from warehouse import OfferFilters, Warehouse
 from warehouse.current import CurrentOffers
-from warehouse.queries import latest_offers
+from warehouse.offers import latest_offers
 
 REPLAYS = {
     "vastai": FIXTURES / "vastai_bundles_europe.json",

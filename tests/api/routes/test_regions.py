@@ -70,13 +70,13 @@ def test_coreweave_europe_is_continent_europe_but_never_eea(client):
     ("params", "message"),
     [
         ({"country": "XX"}, "ISO 3166-1"),
-        ({"jurisdiction": "mars"}, "eea, eu"),
+        ({"jurisdiction": "mars"}, "'eea' or 'eu'"),
         ({"continent": "Mars"}, "Europe"),
     ],
 )
 def test_bad_location_values_are_422_naming_the_choices(client, params, message):
     response = client.get("/offers", params=params)
-    assert response.status_code == 422 and message in response.json()["detail"]
+    assert response.status_code == 422 and message in response.text
 
 
 def test_regions_list_each_location_with_why(client):
