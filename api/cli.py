@@ -18,7 +18,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from api import cli_history
-from api.cli_alerts import alerts_after_collection, alerts_app, print_webhook_results
+from api.cli_alerts import alerts_app, print_webhook_results, send_fired
 from api.cli_common import (
     ConfigOption,
     DbOption,
@@ -31,11 +31,12 @@ from api.cli_quote import quote
 from api.cli_scope import scope_options
 from api.cli_warehouse import warehouse_app
 from api.schemas import OfferOut
-from pipeline.collect import RunReport, run_collection
+from pipeline.collect import RunReport
 from pipeline.errors import PipelineError
 from pipeline.freshness import provider_freshness
 from pipeline.history import HISTORY_SCOPE, HistoryQuery
 from pipeline.offers import OfferQuery, gpu_specs
+from pipeline.runs import collect as collect_and_alert
 from pipeline.scope import ALL_SCOPE, OfferScope
 from pipeline.serving import answer_offers
 from scrapers import PROVIDERS
@@ -162,11 +163,12 @@ def collect(
         def on_stage(name: str, stage: str) -> None:
             progress.update(tasks[name], description=f"{name}: {stage}")
 
-        reports = run_collection(
-            names, warehouse, observed_at=observed_at, replays=replays, progress=on_stage
+        collected = collect_and_alert(
+            names, warehouse, settings, observed_at=observed_at, replays=replays, progress=on_stage
         )
         progress.stop()
-        webhooks = alerts_after_collection(warehouse, settings)
+        webhooks = send_fired(warehouse, settings, collected.fired)
+    reports = collected.reports
     err.print(_report_table(reports))
     print_webhook_results(webhooks)
     for report in reports:

@@ -46,7 +46,6 @@ from pipeline.alerts import (
     alert_deliveries,
     create_alert,
     delete_alert,
-    evaluate_alerts,
     list_alerts,
     send_test,
 )
@@ -54,7 +53,7 @@ from pipeline.scope import OfferScope
 from pipeline.settings import Settings, parse_duration
 from warehouse import Warehouse
 
-__all__ = ["alerts_after_collection", "alerts_app", "print_webhook_results"]
+__all__ = ["alerts_app", "print_webhook_results", "send_fired"]
 
 alerts_app = typer.Typer(
     help="Price and availability alerts pushed as signed webhooks.", no_args_is_help=True
@@ -290,13 +289,9 @@ def deliveries(
         _delivery_lines(delivery)
 
 
-def alerts_after_collection(warehouse: Warehouse, settings: Settings) -> list[AttemptResult]:
-    """Evaluate the rules on what was just stored, then make the first attempt of each event.
-
-    Each attempt is bounded by the webhook timeout and they run side by side; what fails
-    stays pending for `serve` to retry.
-    """
-    fired = evaluate_alerts(warehouse, settings, datetime.now(UTC))
+def send_fired(warehouse: Warehouse, settings: Settings, fired: list[str]) -> list[AttemptResult]:
+    """The first attempt of each event a collection fired, side by side, each bounded by the
+    webhook timeout; what fails stays pending for `serve` to retry."""
     return WebhookSender(warehouse, settings).deliver(fired) if fired else []
 
 

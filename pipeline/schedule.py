@@ -24,11 +24,11 @@ from apscheduler.events import (
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from pipeline.alerts import deliver_due, evaluate_alerts
+from pipeline.alerts import deliver_due
 from pipeline.base import utc_now
-from pipeline.collect import run_collection
 from pipeline.history import prune
 from pipeline.leases import RENEWALS_PER_TTL, LeaseKeeper
+from pipeline.runs import collect
 from pipeline.settings import Settings
 from scrapers import build_client
 from warehouse import Warehouse
@@ -62,16 +62,15 @@ def collect_provider(
         return stop.is_set() or (leases is not None and not leases.confirm_provider(provider))
 
     replay = _replay_file(settings.replay_dir, provider) if settings.replay_dir else None
-    run_collection(
+    collect(  # the events it fires go to the outbox, sent by `deliver`
         [provider],
         warehouse,
+        settings,
         now=now,
         replays={provider: replay} if replay is not None else None,
-        env=settings.provider_env(),
         client_factory=client_factory,
         should_stop=should_stop,
     )
-    evaluate_alerts(warehouse, settings, now())  # events go to the outbox; sent by `deliver`
 
 
 def _replay_file(directory: Path, provider: str) -> Path | None:

@@ -4,10 +4,13 @@ import csv
 import io
 import json
 
+import httpx
 import pytest
+import respx
 from typer.testing import CliRunner
 
 from api.cli import app
+from scrapers import lambdalabs
 from tests.conftest import FIXTURES
 
 runner = CliRunner()
@@ -126,3 +129,33 @@ def test_one_failing_provider_keeps_the_others_and_the_table_says_why(db_path, t
     assert any("runpod" in row and "failed" in row for row in rows)
     offers = json.loads(invoke("offers", "--format", "json", "--db", db_path).stdout)["offers"]
     assert {o["provider"] for o in offers} == {"vastai"}
+
+
+@respx.mock(assert_all_mocked=True)
+def test_collect_with_a_config_file_uses_the_provider_keys_in_it(db_path, tmp_path, respx_mock):
+    route = respx_mock.get(lambdalabs.URL).mock(
+        return_value=httpx.Response(
+            200, content=(FIXTURES / "lambda_instance_types.json").read_bytes()
+        )
+    )
+    config = tmp_path / "gpuprices.toml"
+    config.write_text('[api_keys]\nLAMBDA_API_KEY = "sk-from-the-file"\n')
+    result = runner.invoke(
+        app, ["collect", "--provider", "lambda", "--db", str(db_path), "--config", str(config)]
+    )
+    assert result.exit_code == 0, result.output
+    assert route.calls.last.request.headers["Authorization"] == "Bearer sk-from-the-file"
+
+
+def test_offers_refuses_a_filter_value_in_one_line_with_exit_2(collected_db):
+    result = runner.invoke(app, ["offers", "--db", str(collected_db), "--jurisdiction", "mars"])
+    assert result.exit_code == 2
+    assert "--jurisdiction" in result.output and "'eea' or 'eu'" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_history_has_no_option_for_a_filter_history_does_not_apply(collected_db):
+    result = runner.invoke(
+        app, ["history", "--db", str(collected_db), "--gpu", "H100", "--form-factor", "SXM"]
+    )
+    assert result.exit_code == 2 and "No such option" in result.output

@@ -125,6 +125,8 @@ class CurrentOffers:
             conditions.append(
                 pc.less_equal(column("price_per_gpu_hour"), filters.max_price_per_gpu_hour)
             )
+        if filters.min_gpu_count is not None:
+            conditions.append(pc.greater_equal(column("gpu_count"), filters.min_gpu_count))
         if not filters.include_unavailable:
             conditions.append(column("available"))
         if filters.countries:

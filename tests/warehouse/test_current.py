@@ -40,6 +40,7 @@ filters = st.builds(
     pricing=st.sampled_from([None, "on_demand", "spot"]),
     form_factor=st.sampled_from([None, "SXM", "PCIe", "NVL"]),
     max_price_per_gpu_hour=st.none() | st.floats(min_value=0, max_value=10),
+    min_gpu_count=st.none() | st.sampled_from([1, 2, 3, 4, 8]),
     include_unavailable=st.booleans(),
     sort=st.sampled_from(["price_per_gpu_hour", "price_per_hour"]),
     limit=st.none() | st.integers(min_value=1, max_value=30),

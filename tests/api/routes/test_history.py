@@ -203,3 +203,10 @@ def test_the_api_body_from_duckdb_json_matches_the_python_history(
     )
     assert HistoryOut.model_validate(body).model_dump(mode="json") == expected
     assert body["series"] and all(p["t"].endswith("Z") for s in body["series"] for p in s["points"])
+
+
+@pytest.mark.parametrize("field", ["form_factor=SXM", "max_price_per_gpu=2", "min_gpu_count=8"])
+def test_history_refuses_filters_it_does_not_apply(history_client, field):
+    name, value = field.split("=")
+    response = history_client.get("/prices/history", params={"gpu": "H100", name: value})
+    assert response.status_code == 422 and name in response.text

@@ -75,3 +75,24 @@ def test_unknown_gpus_are_kept_and_listed(client):
     assert any(o["gpu"] is None and o["gpu_raw"] == "RTX 4090D" for o in body["offers"])
     unknown = client.get("/gpus/unknown").json()
     assert {g["gpu_raw"] for g in unknown["gpus"]} == {"RTX 4090D", "Q RTX 8000"}
+
+
+def test_an_unknown_query_parameter_is_422_naming_it(client):
+    response = client.get("/offers", params={"gpus": "H100"})
+    assert response.status_code == 422 and "gpus" in response.text
+
+
+def test_min_gpu_count_keeps_only_offers_with_at_least_that_many(client):
+    everything = client.get("/offers").json()["offers"]
+    body = client.get("/offers", params={"min_gpu_count": 4}).json()
+    assert body["offers"] == [o for o in everything if o["gpu_count"] >= 4]
+    assert 0 < body["count"] < len(everything)
+
+
+def test_the_export_takes_the_same_filters_and_refuses_unknown_ones(client):
+    assert client.get("/export/offers.csv", params={"max_age": "1h"}).status_code == 422
+    csv = client.get("/export/offers.csv", params={"gpu": "A100-80GB"}).text
+    assert (
+        len(csv.splitlines())
+        == 1 + client.get("/offers", params={"gpu": "A100-80GB"}).json()["count"]
+    )
