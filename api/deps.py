@@ -12,9 +12,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from pipeline.alerts.targets import Resolver, resolve_host
-from pipeline.freshness import ProviderFreshness, cached_status, provider_freshness
-from pipeline.offers import serve_from_memory
+from pipeline.freshness import ProviderFreshness
 from pipeline.schedule import Collector
+from pipeline.serving import OfferServer
 from pipeline.settings import Settings
 from warehouse import Warehouse
 
@@ -22,6 +22,7 @@ __all__ = [
     "ClockDep",
     "CollectorDep",
     "FreshnessDep",
+    "OfferServerDep",
     "ResolverDep",
     "SettingsDep",
     "WarehouseDep",
@@ -35,8 +36,13 @@ __all__ = [
 
 async def get_warehouse(request: Request) -> Warehouse:
     warehouse: Warehouse = request.app.state.warehouse
-    serve_from_memory(warehouse)  # a serving process answers current offers from memory
     return warehouse
+
+
+async def get_offer_server(request: Request) -> OfferServer:
+    """Where this process serves current offers from (one cache, see `pipeline.serving`)."""
+    server: OfferServer = request.app.state.offer_server
+    return server
 
 
 async def get_settings(request: Request) -> Settings:
@@ -58,16 +64,17 @@ WarehouseDep = Annotated[Warehouse, Depends(get_warehouse)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 ClockDep = Annotated[Callable[[], datetime], Depends(get_clock)]
 CollectorDep = Annotated[Collector | None, Depends(get_collector)]
+OfferServerDep = Annotated[OfferServer, Depends(get_offer_server)]
 
 
 async def get_freshness(
-    warehouse: WarehouseDep, settings: SettingsDep, clock: ClockDep, collector: CollectorDep
+    server: OfferServerDep, clock: ClockDep, collector: CollectorDep
 ) -> list[ProviderFreshness]:
     """Inline while the runs just read serve the request burst; else read in the thread pool."""
     next_runs = collector.next_run_at if collector is not None else (lambda _name: None)
-    if cached_status(warehouse) is not None:
-        return provider_freshness(warehouse, settings, clock(), next_runs)
-    return await run_in_threadpool(provider_freshness, warehouse, settings, clock(), next_runs)
+    if server.warm():
+        return server.freshness(clock(), next_runs)
+    return await run_in_threadpool(server.freshness, clock(), next_runs)
 
 
 FreshnessDep = Annotated[list[ProviderFreshness], Depends(get_freshness)]

@@ -25,6 +25,7 @@ from api.routes import (
 from pipeline.base import utc_now
 from pipeline.errors import PipelineError
 from pipeline.schedule import Collector
+from pipeline.serving import OfferServer
 from pipeline.settings import Settings
 from scrapers import build_client
 from warehouse import Warehouse, WarehouseError
@@ -51,6 +52,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = warehouse is None
         app.state.warehouse = warehouse or Warehouse.open(settings.warehouse_target)
+        app.state.offer_server = OfferServer(app.state.warehouse, settings)
         app.state.collector = None
         if settings.scheduler and settings.role != "api":
             app.state.collector = Collector(

@@ -43,7 +43,9 @@ from market import build_market, serving, store_market  # noqa: E402
 from report import record_target  # noqa: E402
 
 from pipeline.catalog import get_catalog  # noqa: E402
-from pipeline.offers import OfferQuery, current_offers, serve_from_memory  # noqa: E402
+from pipeline.offers import OfferQuery, current_offers  # noqa: E402
+from pipeline.serving import OfferServer  # noqa: E402
+from pipeline.settings import Settings  # noqa: E402
 from warehouse import Warehouse  # noqa: E402
 
 TARGET_SPEEDUP = 40.0
@@ -126,12 +128,10 @@ def main() -> None:
             store_market(warehouse, market)
             t_ingest = time.perf_counter() - started
             everything = current_offers(warehouse, OfferQuery(include_unavailable=True))
-            serve_from_memory(warehouse)
+            server = OfferServer(warehouse, Settings(db=db))
             query = OfferQuery(gpu="A100-80GB", limit=100)
-            current_offers(warehouse, query)  # reads the in-memory copy
-            t_ours_mem, ours = median_ms(
-                args.http_repeats, lambda: current_offers(warehouse, query)
-            )
+            server.offers(query)  # reads the in-memory copy
+            t_ours_mem, ours = median_ms(args.http_repeats, lambda: server.offers(query))
             all_a100 = current_offers(warehouse, OfferQuery(gpu="A100-80GB"))
         print(f"offers: {len(everything):,} over {sorted({r['provider'] for r in everything})}")
         print(f"gpuprices ingest (parse + normalize + store, 4 runs): {t_ingest:.2f} s")

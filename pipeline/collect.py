@@ -20,7 +20,6 @@ import httpx
 
 from pipeline.base import provider_module, utc_now
 from pipeline.catalog import Catalog, get_catalog
-from pipeline.freshness import snapshot_written
 from pipeline.normalize import normalize, offers_to_table, rejects_to_table
 from scrapers import Credentials, ProviderError, ProviderModule, build_client
 from scrapers.base import credentials_from_env
@@ -144,7 +143,6 @@ def store_run(warehouse: Warehouse, run: RunRow, result: ParseResult | None) -> 
             offers if offers is not None and offers.num_rows else None,
             rejects_to_table(rejects, run.observed_at) if rejects else None,
         )
-    snapshot_written(warehouse)
 
 
 def _logged(report: RunReport) -> RunReport:

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import time
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,64 +13,9 @@ from warehouse import queries as q
 
 __all__ = [
     "ProviderFreshness",
-    "cached_status",
     "provider_freshness",
     "provider_status",
-    "snapshot_written",
 ]
-
-STATUS_TTL_S = 1.0
-"""How long one read of the runs table serves a burst of requests. A run written through this
-process drops it at once (`snapshot_written`); the TTL bounds how late a run written by another
-process (a collector on the same lake) shows."""
-
-
-@dataclass(slots=True)
-class _Status:
-    rows: list[dict[str, Any]]
-    read_at: float
-    generation: int
-
-
-_cache: weakref.WeakKeyDictionary[Warehouse, _Status] = weakref.WeakKeyDictionary()
-_generations: weakref.WeakKeyDictionary[Warehouse, int] = weakref.WeakKeyDictionary()
-_lock = threading.Lock()
-
-
-def snapshot_written(warehouse: Warehouse) -> None:
-    """Call after a transaction that wrote a run: the next read sees it."""
-    with _lock:
-        _generations[warehouse] = _generations.get(warehouse, 0) + 1
-        _cache.pop(warehouse, None)
-
-
-def cached_status(warehouse: Warehouse) -> list[dict[str, Any]] | None:
-    """`provider_status` when it needs no read now, else None."""
-    cached = _cache.get(warehouse)
-    if cached is not None and time.monotonic() - cached.read_at < STATUS_TTL_S:
-        return cached.rows
-    return None
-
-
-def provider_status(warehouse: Warehouse) -> list[dict[str, Any]]:
-    """`warehouse.queries.provider_status`, read once per burst (see `STATUS_TTL_S`).
-
-    The rows also say which snapshot each provider serves (`snapshot_run_id`): what is in
-    `current_offers` changes exactly when they do.
-    """
-    with _lock:
-        generation = _generations.get(warehouse, 0)
-    rows = cached_status(warehouse)
-    if rows is not None:
-        return rows
-    read_at = time.monotonic()
-    with warehouse.cursor() as cur:
-        rows = q.provider_status(cur)
-    with _lock:
-        if _generations.get(warehouse, 0) == generation:  # no run written while reading
-            _cache[warehouse] = _Status(rows, read_at, generation)
-    return rows
-
 
 @dataclass(frozen=True, slots=True)
 class ProviderFreshness:
@@ -93,15 +35,23 @@ class ProviderFreshness:
     interval_seconds: float | None = None
 
 
+def provider_status(warehouse: Warehouse) -> list[dict[str, Any]]:
+    """Per provider: its last run and the snapshot it serves (`snapshot_run_id`)."""
+    with warehouse.cursor() as cur:
+        return q.provider_status(cur)
+
+
 def provider_freshness(
     warehouse: Warehouse,
     settings: Settings,
     now: datetime,
     next_runs: Callable[[str], datetime | None] = lambda _name: None,
     providers: Sequence[str] | None = None,
+    status: list[dict[str, Any]] | None = None,
 ) -> list[ProviderFreshness]:
-    """Freshness of every enabled provider (and any other that has stored runs)."""
-    rows = {row["provider"]: row for row in provider_status(warehouse)}
+    """Freshness of every enabled provider (and any other that has stored runs), from `status`
+    (`provider_status` rows) when the caller already holds them."""
+    rows = {row["provider"]: row for row in status or provider_status(warehouse)}
     names = list(dict.fromkeys([*(providers or settings.providers), *rows]))
     result = []
     for name in names:

@@ -2,31 +2,24 @@
 
 from __future__ import annotations
 
-import threading
-import weakref
-from collections.abc import Hashable
 from typing import Any
 
 from pydantic import AwareDatetime, Field
 
 from pipeline.base import provider_module
 from pipeline.catalog import Catalog, GpuSpec, Resolution, get_catalog
-from pipeline.freshness import cached_status, provider_status
 from pipeline.scope import OfferScope, resolve
 from warehouse import OfferFilters, Warehouse
 from warehouse import offers as wo
 from warehouse import queries as q
-from warehouse.current import CurrentOffers
 from warehouse.offers import SortKey
 
 __all__ = [
     "OfferQuery",
-    "answered_from_memory",
     "current_offers",
     "gpu_specs",
     "provider_runs",
     "resolve_gpu",
-    "serve_from_memory",
     "unknown_gpus",
 ]
 
@@ -47,62 +40,11 @@ class OfferQuery(OfferScope):
 def current_offers(
     warehouse: Warehouse, query: OfferQuery, catalog: Catalog | None = None
 ) -> list[dict[str, Any]]:
-    """Offers of each provider's latest good snapshot (or as of `query.as_of`), cheapest first.
-
-    From the in-memory copy when the warehouse is `serve_from_memory` and the copy answers the
-    filters; else one query.
-    """
+    """Offers of each provider's latest good snapshot (or as of `query.as_of`), cheapest first:
+    one query (a serving process answers from memory: `pipeline.serving.OfferServer`)."""
     filters = query.filters(catalog)
-    if warehouse in _served and CurrentOffers.answers(filters):
-        return _in_memory(warehouse).rows(filters)
     with warehouse.cursor() as cur:
         return wo.latest_offers(cur, filters)
-
-
-_served: weakref.WeakKeyDictionary[Warehouse, CurrentOffers | None] = weakref.WeakKeyDictionary()
-_reload_lock = threading.Lock()
-
-
-def serve_from_memory(warehouse: Warehouse) -> None:
-    """Answer `current_offers` on `warehouse` from a copy kept in memory (a serving process).
-
-    The copy is read again when a provider's snapshot changes (`provider_status`: at once for a
-    run this process wrote, within `STATUS_TTL_S` for one another process wrote).
-    """
-    _served.setdefault(warehouse, None)
-
-
-def _version(status: list[dict[str, Any]]) -> tuple[tuple[str, str | None], ...]:
-    return tuple((row["provider"], row["snapshot_run_id"]) for row in status)
-
-
-def answered_from_memory(warehouse: Warehouse, query: OfferQuery) -> Hashable | None:
-    """The version of the in-memory copy `current_offers(warehouse, query)` would answer from
-    right now, reading nothing from the database; None when it would read.
-
-    Equal versions mean equal current offers: the version names each provider's snapshot.
-    """
-    copy = _served.get(warehouse)
-    if copy is None or query.as_of is not None or query.region:
-        return None
-    status = cached_status(warehouse)
-    if status is None or copy.version != _version(status):
-        return None
-    return copy.version  # type: ignore[no-any-return]
-
-
-def _in_memory(warehouse: Warehouse) -> CurrentOffers:
-    version = _version(provider_status(warehouse))
-    copy = _served.get(warehouse)
-    if copy is not None and copy.version == version:
-        return copy
-    with _reload_lock:
-        copy = _served.get(warehouse)
-        if copy is None or copy.version != version:
-            with warehouse.cursor() as cur:
-                copy = CurrentOffers.load(cur, version)
-            _served[warehouse] = copy
-    return copy
 
 
 def unknown_gpus(warehouse: Warehouse) -> list[dict[str, Any]]:

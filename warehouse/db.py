@@ -64,6 +64,9 @@ class Warehouse:
         self.lake = lake
         """The lake this warehouse is on; None for an embedded file."""
         self._write_lock = threading.Lock()
+        self.generation = 0
+        """Transactions committed through this object: a reader's cache of what it read is
+        current while this has not moved (writes by other processes need a time bound)."""
 
     @classmethod
     def open(
@@ -143,6 +146,7 @@ class Warehouse:
                 cur.rollback()
                 raise
             cur.commit()
+            self.generation += 1
 
     def exclusive(self, name: str) -> AbstractContextManager[None]:
         """A lock named `name` across every process on this lake (nothing for a file, which

@@ -1,18 +1,16 @@
 from __future__ import annotations
 
-from collections import OrderedDict
-from collections.abc import Hashable
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Response
 from pydantic import Field, TypeAdapter
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import ClockDep, FreshnessDep, SettingsDep, WarehouseDep
+from api.deps import ClockDep, FreshnessDep, OfferServerDep
 from api.schemas import OfferOut, OffersPage, ProviderFreshnessOut
 from pipeline.freshness import ProviderFreshness
-from pipeline.offers import OfferQuery, answered_from_memory
-from pipeline.serving import OffersAnswer, answer_offers
+from pipeline.offers import OfferQuery
+from pipeline.serving import OffersAnswer
 from pipeline.settings import parse_duration
 
 router = APIRouter(prefix="/offers", tags=["offers"])
@@ -36,8 +34,7 @@ OfferQueryDep = Annotated[OfferQuery, Query()]
 
 @router.get("", response_model=OffersPage, summary="What is on offer now (or as of a time)")
 async def list_offers(
-    warehouse: WarehouseDep,
-    settings: SettingsDep,
+    server: OfferServerDep,
     clock: ClockDep,
     freshness: FreshnessDep,
     query: OffersParamsDep,
@@ -50,40 +47,27 @@ async def list_offers(
         age = parse_duration(query.max_age) if query.max_age is not None else None
     except ValueError as exc:
         raise HTTPException(422, detail=f"max_age: {exc}") from None
-    version = answered_from_memory(warehouse, query)
-    if version is None:  # a database read: in the thread pool
-        answer = await run_in_threadpool(
-            answer_offers, warehouse, settings, query, clock(), freshness, age
-        )
+    if age is not None or query.as_of is not None:  # answers that depend on the time
+        answer = await run_in_threadpool(server.answer, query, clock(), freshness, age)
         offers_json, count, _drawn = _offers_part(answer, query)
         return _page(offers_json, count, answer.providers)
-    # From memory, inline. Without max_age the offers part depends only on the snapshots, the
-    # query and which providers are stale: serialized once per (that, query), as long as the
-    # snapshots last.
-    stale = frozenset(f.provider for f in freshness if f.stale)
-    key = (id(warehouse), version, query, stale)
-    part = _offers_parts.get(key) if age is None else None
+    # The offers part depends only on the snapshots in force, the query and which providers are
+    # stale: serialised once per (query, stale) for as long as the snapshots last. Only a page
+    # already made is answered on the event loop; making one (a selection over up to 100,000
+    # offers and its JSON) runs in the thread pool.
+    key = (query, frozenset(f.provider for f in freshness if f.stale))
+    part = server.peek(key)
     if part is None:
-        answer = answer_offers(warehouse, settings, query, clock(), freshness, age)
-        part = _offers_part(answer, query)
-        if age is not None:
-            return _page(part[0], part[1], answer.providers)
-        _remember(key, part)
+        answer = server.answer
+        part = await run_in_threadpool(
+            server.derived, key, lambda: _offers_part(answer(query, clock(), freshness), query)
+        )
     offers_json, count, drawn = part
     providers = [f for f in freshness if f.provider in drawn or not query.providers]
     return _page(offers_json, count, providers)
 
 
 _OfferPart = tuple[bytes, int, frozenset[str]]
-_offers_parts: OrderedDict[Hashable, _OfferPart] = OrderedDict()
-_PARTS_KEPT = 512
-"""Serialized offer lists kept (least recently used out); each is a page of a query's offers."""
-
-
-def _remember(key: Hashable, part: _OfferPart) -> None:
-    _offers_parts[key] = part
-    while len(_offers_parts) > _PARTS_KEPT:
-        _offers_parts.popitem(last=False)
 
 
 def _offers_part(answer: OffersAnswer, query: OfferQuery) -> _OfferPart:

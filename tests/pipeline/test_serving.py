@@ -1,0 +1,49 @@
+"""The one place a serving process answers current offers from: `OfferServer`."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pipeline.collect import run_collection
+from pipeline.offers import OfferQuery, current_offers
+from pipeline.serving import OfferServer
+from pipeline.settings import Settings
+from tests.conftest import FIXTURES, OBSERVED_AT
+
+
+def _collect(warehouse, provider, fixture, at):
+    run_collection([provider], warehouse, replays={provider: FIXTURES / fixture}, now=lambda: at)
+
+
+def test_the_server_answers_what_the_warehouse_answers(warehouse, db_path):
+    _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)
+    server = OfferServer(warehouse, Settings(db=db_path))
+    for query in (
+        OfferQuery(),
+        OfferQuery(gpu="H100", sort="price_per_hour", limit=3),
+        OfferQuery(pricing="spot", include_unavailable=True, min_gpu_count=2),
+        OfferQuery(region="a"),  # not evaluated in memory: asked of the warehouse
+    ):
+        assert server.offers(query) == current_offers(warehouse, query)
+
+
+def test_a_run_written_through_this_process_is_served_at_once(warehouse, db_path):
+    _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)
+    server = OfferServer(warehouse, Settings(db=db_path))
+    before = server.version()
+    assert {o["provider"] for o in server.offers(OfferQuery())} == {"vastai"}
+    _collect(warehouse, "runpod", "runpod_gpu_types.json", OBSERVED_AT + timedelta(minutes=1))
+    assert server.version() != before
+    assert {o["provider"] for o in server.offers(OfferQuery())} == {"vastai", "runpod"}
+
+
+def test_derived_answers_last_as_long_as_the_snapshots(warehouse, db_path):
+    _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)
+    server = OfferServer(warehouse, Settings(db=db_path))
+    made = []
+    assert server.derived("k", lambda: made.append(1) or len(made)) == 1
+    assert server.derived("k", lambda: made.append(1) or len(made)) == 1
+    assert server.peek("k") == 1
+    _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT + timedelta(minutes=1))
+    assert server.peek("k") is None
+    assert server.derived("k", lambda: made.append(1) or len(made)) == 2
