@@ -26,7 +26,6 @@ from pipeline.collect import utc_now
 from pipeline.errors import PipelineError
 from pipeline.schedule import Collector
 from pipeline.settings import Settings
-from scrapers import build_client
 from warehouse import Warehouse, WarehouseError
 
 __all__ = ["create_app"]
@@ -37,7 +36,7 @@ def create_app(
     warehouse: Warehouse | None = None,
     *,
     clock: Callable[[], datetime] = utc_now,
-    client_factory: Callable[[], httpx.Client] = build_client,
+    client_factory: Callable[[], httpx.Client] | None = None,
 ) -> FastAPI:
     """The app over `settings.db` (or over `warehouse` when the caller already opened one).
 

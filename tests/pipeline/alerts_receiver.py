@@ -25,6 +25,8 @@ class Answer:
     body: bytes = b"ok"
     hang: bool = False
     """Never answer (until the receiver closes)."""
+    trickle_s: float | None = None
+    """Send the answer one byte at a time, this long apart (a hostile, slow receiver)."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,11 @@ class Receiver:
         self.default = default or Answer()
         self.requests: list[Received] = []
         self.released = threading.Event()
+        self.in_flight: dict[str, int] = {}
+        self.most_in_flight_per_id = 0
+        """Most requests with one `webhook-id` that were being answered at the same time."""
+        self.cut_off = 0
+        """Answers the client stopped reading before they were whole."""
         self._lock = threading.Lock()
         receiver = self
 
@@ -49,20 +56,41 @@ class Receiver:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length)
+                webhook_id = self.headers.get("webhook-id", "")
                 with receiver._lock:
                     receiver.requests.append(
                         Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
                     )
                     answer = receiver.answers.pop(0) if receiver.answers else receiver.default
+                    receiver.in_flight[webhook_id] = receiver.in_flight.get(webhook_id, 0) + 1
+                    receiver.most_in_flight_per_id = max(
+                        receiver.most_in_flight_per_id, receiver.in_flight[webhook_id]
+                    )
+                try:
+                    self._answer(answer)
+                except OSError:
+                    with receiver._lock:
+                        receiver.cut_off += 1
+                finally:
+                    with receiver._lock:
+                        receiver.in_flight[webhook_id] -= 1
+
+            def _answer(self, answer: Answer) -> None:
                 if answer.hang:
                     receiver.released.wait(timeout=30)
                     return
-                self.send_response(answer.status)
-                for name, value in answer.headers.items():
-                    self.send_header(name, value)
-                self.send_header("content-length", str(len(answer.body)))
-                self.end_headers()
-                self.wfile.write(answer.body)
+                head = [f"HTTP/1.1 {answer.status} Answer"]
+                head += [f"{name}: {value}" for name, value in answer.headers.items()]
+                head += [f"content-length: {len(answer.body)}", "", ""]
+                raw = "\r\n".join(head).encode("latin-1") + answer.body
+                if answer.trickle_s is None:
+                    self.wfile.write(raw)
+                    return
+                for byte in raw:
+                    if receiver.released.wait(answer.trickle_s):
+                        return
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
 
             def log_message(self, format: str, *args: object) -> None:
                 return

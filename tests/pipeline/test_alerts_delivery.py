@@ -58,8 +58,10 @@ def test_backoff_doubles_from_the_base_with_jitter_and_stops_at_the_cap():
         30, 60, 120, 240, 300,
     ]
     assert retry_delay(1, settings, low, None) == timedelta(seconds=15)  # equal jitter: half
-    assert retry_delay(1, settings, high, timedelta(minutes=10)) == timedelta(minutes=10)
-    assert retry_delay(1, settings, high, timedelta(days=9)) == timedelta(days=1)
+    assert retry_delay(1, settings, low, timedelta(minutes=4)) == timedelta(minutes=4)
+    # Retry-After is honoured only up to the longest backoff
+    assert retry_delay(1, settings, high, timedelta(minutes=10)) == timedelta(minutes=5)
+    assert retry_delay(1, settings, high, timedelta(days=9)) == timedelta(minutes=5)
 
 
 def test_retry_after_as_an_http_date_is_honoured(warehouse, settings, clock):
