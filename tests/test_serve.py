@@ -7,7 +7,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -74,3 +78,79 @@ def test_serve_answers_then_stops_cleanly_on_sigterm(db_path):
             process.wait()
     with Warehouse.open(db_path) as reopened:  # closed cleanly: the lock is gone
         assert reopened.schema_version() >= 1
+
+
+@contextmanager
+def overloaded_provider() -> Iterator[tuple[str, list[str]]]:
+    """A provider stand-in on 127.0.0.1 that answers every request 503, Retry-After 30 s."""
+    paths: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            paths.append(self.path)
+            self.send_response(503)
+            self.send_header("retry-after", "30")
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        do_GET = do_POST
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/", paths
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_sigterm_stops_serve_within_2_s_during_a_providers_retry_wait(db_path, tmp_path):
+    replays = tmp_path / "replays"
+    replays.mkdir()
+    port = free_port()
+    with overloaded_provider() as (url, asked):
+        (replays / "vastai.url").write_text(url)
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if not key.startswith("GPUPRICES_") and "proxy" not in key.lower()
+        }
+        env.update(
+            PYTHONPATH=str(ROOT),
+            GPUPRICES_PROVIDERS="vastai",  # the only provider, and it talks to 127.0.0.1 only
+            GPUPRICES_REPLAY_DIR=str(replays),
+            GPUPRICES_JITTER_S="0",
+        )
+        process = subprocess.Popen(
+            [sys.executable, "-m", "api", "serve", "--port", str(port), "--db", str(db_path)],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while not asked:  # its first answer came: the run now waits 30 s to retry
+                assert process.poll() is None, process.stdout.read() if process.stdout else ""
+                assert time.monotonic() < deadline, "the provider was never asked"
+                time.sleep(0.05)
+            time.sleep(0.2)
+            sent_at = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=2) in (0, -signal.SIGTERM)
+            print(f"serve stopped {time.monotonic() - sent_at:.2f} s after SIGTERM")
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    output = process.stdout.read() if process.stdout else ""
+    assert asked == ["/api/v0/bundles/"]  # one request; the retry was never made
+    assert "status=abandoned" in output and "Traceback" not in output
+    with Warehouse.open(db_path) as reopened, reopened.cursor() as cur:
+        assert cur.execute("SELECT count(*) FROM collection_runs").fetchone() == (0,)
