@@ -1,4 +1,5 @@
-"""Helpers for the alert tests: a real webhook receiver on 127.0.0.1, and moved Vast.ai prices."""
+"""Helpers for the alert tests: a real webhook receiver on 127.0.0.1, rules and events to send to
+it, and moved Vast.ai prices."""
 
 from __future__ import annotations
 
@@ -12,7 +13,12 @@ from pathlib import Path
 
 import orjson
 
+from pipeline.alerts import AlertKind, AlertSpec, Condition, CreatedAlert, create_alert
+from pipeline.alerts.events import new_delivery
+from pipeline.settings import Settings
 from tests.conftest import FIXTURES
+from warehouse import Warehouse
+from warehouse import alerts as wa
 
 H100_OFFER_ID = 24581137
 H100_GPUS = 8
@@ -145,3 +151,18 @@ class Clock:
     def advance(self, delta: timedelta) -> datetime:
         self.now += delta
         return self.now
+
+
+def add_rule(warehouse: Warehouse, settings: Settings, url: str, now: datetime) -> CreatedAlert:
+    condition = Condition(AlertKind.AVAILABILITY, gpu="H100-80GB")
+    return create_alert(warehouse, AlertSpec(url=url, condition=condition), settings, now)
+
+
+def enqueue(
+    warehouse: Warehouse, rule_id: str, now: datetime, body: str = '{"type":"alert.test"}'
+) -> str:
+    """A stored event for the rule, due now; its delivery id."""
+    delivery = new_delivery(rule_id, "alert.test", body, now)
+    with warehouse.transaction() as conn:
+        wa.insert_delivery(conn, delivery)
+    return delivery.delivery_id

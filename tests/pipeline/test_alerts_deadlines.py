@@ -19,8 +19,7 @@ from pipeline.alerts import (
 from pipeline.alerts.delivery import STOPPING
 from pipeline.collect import utc_now
 from pipeline.settings import Settings
-from tests.pipeline.alerts_receiver import Answer, Clock, receiving
-from tests.pipeline.test_alerts_delivery import add_rule, enqueue
+from tests.pipeline.alerts_receiver import Answer, Clock, add_rule, enqueue, receiving
 from warehouse import alerts as wa
 
 TIMEOUT_S = 0.5

@@ -10,19 +10,14 @@ import pytest
 from standardwebhooks import Webhook
 
 from pipeline.alerts import (
-    AlertKind,
-    AlertSpec,
-    Condition,
     WebhookSender,
     alert_deliveries,
-    create_alert,
     get_alert,
     retry_delay,
     send_test,
 )
-from pipeline.alerts.events import new_delivery
 from pipeline.settings import Settings
-from tests.pipeline.alerts_receiver import Answer, Clock, receiving
+from tests.pipeline.alerts_receiver import Answer, Clock, add_rule, enqueue, receiving
 from warehouse import Warehouse
 from warehouse import alerts as wa
 
@@ -37,18 +32,6 @@ def settings(db_path):
     return Settings(
         db=db_path, allow_private_webhooks=True, webhook_timeout_s=0.5, webhook_max_attempts=4
     )
-
-
-def add_rule(warehouse, settings, url, now):
-    condition = Condition(AlertKind.AVAILABILITY, gpu="H100-80GB")
-    return create_alert(warehouse, AlertSpec(url=url, condition=condition), settings, now)
-
-
-def enqueue(warehouse, rule_id, now, body='{"type":"alert.test"}') -> str:
-    delivery = new_delivery(rule_id, "alert.test", body, now)
-    with warehouse.transaction() as conn:
-        wa.insert_delivery(conn, delivery)
-    return delivery.delivery_id
 
 
 def test_backoff_doubles_from_the_base_with_jitter_and_stops_at_the_cap():
