@@ -165,3 +165,5 @@ def test_collect_prints_its_summary_and_sends_the_other_alerts_when_one_rule_is_
     shown = invoke("alerts", "list", "--format", "json", "--db", db_path)
     errors = {a["id"]: a["evaluation_error"] for a in json.loads(shown.stdout)["alerts"]}
     assert errors[healthy["id"]] is None and errors[broken["id"]].startswith("TypeError:")
+    table = invoke("alerts", "list", "--db", db_path)
+    assert table.stdout.count("last evaluation failed: TypeError:") == 1
