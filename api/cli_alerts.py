@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import orjson
 import typer
 from pydantic import BaseModel
+from rich.markup import escape
 
 from api.cli_common import (
     ConfigOption,
@@ -211,6 +212,12 @@ def list_command(
             value = "-" if state.last_value is None else f"{state.last_value:g}"
             line = f"armed: {'yes' if state.armed else 'no'} · last value {value} · fired {fired}"
         out.print(f"  {line}", highlight=False, soft_wrap=True)
+        if a.evaluation_error:
+            out.print(
+                f"  [red]last evaluation failed[/red]: {escape(a.evaluation_error)}",
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 @alerts_app.command("rm")

@@ -27,7 +27,6 @@ from pipeline.errors import PipelineError
 from pipeline.schedule import Collector
 from pipeline.serving import OfferServer
 from pipeline.settings import Settings
-from scrapers import build_client
 from warehouse import Warehouse, WarehouseError
 
 __all__ = ["create_app"]
@@ -38,7 +37,7 @@ def create_app(
     warehouse: Warehouse | None = None,
     *,
     clock: Callable[[], datetime] = utc_now,
-    client_factory: Callable[[], httpx.Client] = build_client,
+    client_factory: Callable[[], httpx.Client] | None = None,
 ) -> FastAPI:
     """The app over `settings.db` (or over `warehouse` when the caller already opened one).
 

@@ -112,6 +112,12 @@ class AlertOut(AlertScope):  # type: ignore[misc,valid-type]
     created_at: datetime
     disabled_at: datetime | None = Field(description="Set when the endpoint answered 410 Gone")
     disabled_reason: str | None
+    evaluation_error: str | None = Field(
+        default=None,
+        description="Why the last evaluation of this rule failed (the others went on); "
+        "null while it evaluates fine",
+    )
+    evaluation_error_at: datetime | None = None
     state: AlertStateOut | None = Field(description="Null until the first evaluation")
 
 
@@ -168,6 +174,8 @@ def alert_out(status: AlertStatus) -> AlertOut:
         created_at=rule.created_at,
         disabled_at=rule.disabled_at,
         disabled_reason=rule.disabled_reason,
+        evaluation_error=rule.evaluation_error,
+        evaluation_error_at=rule.evaluation_error_at,
         state=AlertStateOut(
             armed=state.armed,
             last_value=state.last_value,

@@ -111,6 +111,8 @@ def _collect_one(
             rejects=list(rejects),
         )
 
+    result = None
+    failure: str | None = None
     try:
         progress(provider.NAME, "fetching")
         creds = _credentials(provider, env, replaying=replay is not None)
@@ -119,16 +121,18 @@ def _collect_one(
             payload = provider.fetch(client, creds)
         progress(provider.NAME, "parsing")
         result = normalize(provider.parse(payload, observed), catalog)
-    except ProviderError as exc:
-        return _logged(stored("failed", str(exc)))
+    except ProviderError as exc:  # a fetch cancelled by a shutdown is abandoned below
+        failure = str(exc)
     except Exception as exc:  # the per-provider edge: a parser bug must not stop the others
         logger.exception("%s failed unexpectedly", provider.NAME)
-        return _logged(stored("failed", f"{type(exc).__name__}: {exc}"))
+        failure = f"{type(exc).__name__}: {exc}"
     if should_stop():
         logger.info(
             "run provider=%s status=abandoned (shutting down before its write)", provider.NAME
         )
         return None
+    if failure is not None:
+        return _logged(stored("failed", failure))
     return _logged(stored("ok", None, result))
 
 

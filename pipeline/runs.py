@@ -52,5 +52,7 @@ def collect(
         progress=progress,
         should_stop=should_stop,
     )
+    if should_stop():  # shutting down (or the lease moved): the next run evaluates
+        return Collected(reports, [])
     fired = evaluate_alerts(warehouse, settings, now())
     return Collected(reports, fired)

@@ -4,12 +4,19 @@ Follows APScheduler's user guide: one `BackgroundScheduler` per process, module-
 functions that only call `run_collection`, explicit ids, `max_instances=1` (a slow run never
 overlaps itself), `coalesce=True`, a misfire grace sized to the interval, and a listener that turns
 job errors and skipped overlapping runs into log lines.
+
+Stopping (`shutdown`, on SIGTERM) is prompt: the stop flag ends a provider's retry wait at once
+(`interruptible_sleep`; the run is abandoned, nothing stored) and cuts webhook attempts in flight
+short, so `serve` exits within about a second. A provider's write that has begun commits first.
 """
 
 from __future__ import annotations
 
+import functools
+import ipaddress
 import logging
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -24,16 +31,18 @@ from apscheduler.events import (
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from pipeline.alerts import deliver_due
+from pipeline.alerts import WebhookDispatcher, WebhookSender
+from pipeline.alerts.dispatch import SHUTDOWN_GRACE_S
 from pipeline.base import utc_now
 from pipeline.history import prune
 from pipeline.leases import RENEWALS_PER_TTL, LeaseKeeper
 from pipeline.runs import collect
-from pipeline.settings import Settings
-from scrapers import build_client
+from pipeline.settings import Settings, SettingsError
+from scrapers import RetryTransport, build_client
+from scrapers.base import interruptible_sleep
 from warehouse import Warehouse
 
-__all__ = ["Collector", "collect_provider"]
+__all__ = ["Collector", "collect_provider", "deliver_webhooks"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,7 +71,10 @@ def collect_provider(
         return stop.is_set() or (leases is not None and not leases.confirm_provider(provider))
 
     replay = _replay_file(settings.replay_dir, provider) if settings.replay_dir else None
-    collect(  # the events it fires go to the outbox, sent by `deliver`
+    if replay is not None and replay.suffix == LOCAL_PROVIDER_SUFFIX:
+        client_factory = functools.partial(_local_client, _loopback_url(replay), stop)
+        replay = None
+    collect(  # the events it fires go to the outbox, sent by the pool
         [provider],
         warehouse,
         settings,
@@ -73,10 +85,52 @@ def collect_provider(
     )
 
 
+LOCAL_PROVIDER_SUFFIX = ".url"
+
+
 def _replay_file(directory: Path, provider: str) -> Path | None:
-    """Testing only (`replay_dir`): the saved body `<dir>/<provider>.*`, if there is one."""
+    """Testing only (`replay_dir`): the saved body `<dir>/<provider>.*`, if there is one; or
+    `<provider>.url`, a loopback URL that the provider's requests are all sent to instead."""
     found = sorted(directory.glob(f"{provider}.*"))
     return found[0] if found else None
+
+
+def _loopback_url(path: Path) -> httpx.URL:
+    url = httpx.URL(path.read_text(encoding="utf-8").strip())
+    try:
+        loopback = ipaddress.ip_address(url.host).is_loopback
+    except ValueError:
+        loopback = False
+    if url.scheme != "http" or not loopback:
+        raise SettingsError(f"{path} must hold an http:// URL on a loopback address, got {url}")
+    return url
+
+
+class _ToLocal(httpx.BaseTransport):
+    """Testing only: sends every request to one local server, keeping its path."""
+
+    def __init__(self, base: httpx.URL) -> None:
+        self._base = base
+        self._inner = httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        request.url = request.url.copy_with(
+            scheme=self._base.scheme, host=self._base.host, port=self._base.port
+        )
+        request.headers["host"] = self._base.netloc.decode("ascii")
+        return self._inner.handle_request(request)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def _local_client(base: httpx.URL, stop: threading.Event) -> httpx.Client:
+    return build_client(RetryTransport(_ToLocal(base), sleep=interruptible_sleep(stop)))
+
+
+def deliver_webhooks(dispatcher: WebhookDispatcher) -> None:
+    """The job: start an attempt of each due delivery on a free sender (never waits for one)."""
+    dispatcher.poll()
 
 
 def prune_raw(
@@ -103,14 +157,20 @@ class Collector:
         warehouse: Warehouse,
         settings: Settings,
         *,
-        client_factory: Callable[[], httpx.Client] = build_client,
+        client_factory: Callable[[], httpx.Client] | None = None,
         now: Callable[[], datetime] = utc_now,
         run_at_start: bool = True,
     ) -> None:
         self.settings = settings
         self.stop = threading.Event()
         self._warehouse = warehouse
-        self._client_factory = client_factory
+        # by default a provider's retry waits end as soon as the schedule stops
+        self._client_factory = client_factory or functools.partial(
+            build_client, sleep=interruptible_sleep(self.stop)
+        )
+        self.webhooks = WebhookDispatcher(
+            WebhookSender(warehouse, settings, now=now, stop=self.stop), self.stop
+        )
         self._now = now
         self._run_at_start = run_at_start
         # On a lake several collectors share the providers through leases; a file has one.
@@ -154,13 +214,13 @@ class Collector:
                 replace_existing=True,
                 **(first_run if self._run_at_start else {}),
             )
-        # Webhooks go out on a worker of their own: a slow receiver never delays a collection.
+        # Webhooks go out from a pool of their own: a slow receiver never delays a collection.
         self.scheduler.add_executor(ThreadPoolExecutor(max_workers=1), alias="webhooks")
         self.scheduler.add_job(
-            deliver_due,
+            deliver_webhooks,
             trigger="interval",
             seconds=self.settings.webhook_poll.total_seconds(),
-            args=[self._warehouse, self.settings, self._now, self.stop.is_set],
+            args=[self.webhooks],
             id="deliver:webhooks",
             name="deliver webhooks",
             executor="webhooks",
@@ -207,10 +267,13 @@ class Collector:
         return job.next_run_time if job is not None else None
 
     def shutdown(self) -> None:
-        """Let a running collection finish its write (or abandon it before), then stop."""
-        self.stop.set()
+        """Let a running collection finish its write (or abandon it before: a retry wait ends at
+        once), cut webhook attempts short, then stop."""
+        self.stop.set()  # everything winds down at once from here
+        grace_ends = time.monotonic() + SHUTDOWN_GRACE_S
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
+        self.webhooks.shutdown(grace_s=max(0.0, grace_ends - time.monotonic()))
         if self.leases is not None:
             self.leases.release_all()
         logger.info("collection schedule stopped")

@@ -96,7 +96,8 @@ class Settings(BaseSettings):
     )
     replay_dir: Path | None = Field(
         default=None,
-        description="Testing only: scheduled runs replay <dir>/<provider>.* instead of fetching",
+        description="Testing only: scheduled runs replay <dir>/<provider>.* instead of fetching "
+        "(<provider>.url: a loopback URL that takes all its requests)",
     )
     host: str = Field(default="127.0.0.1", description="Address `serve` listens on")
     port: int = Field(default=8000, ge=1, le=65535, description="Port `serve` listens on")

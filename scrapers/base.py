@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 import httpx
@@ -23,7 +24,7 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from scrapers.errors import MissingCredentialsError, ProviderHTTPError
+from scrapers.errors import FetchCancelledError, MissingCredentialsError, ProviderHTTPError
 from scrapers.models import ParseResult
 
 __all__ = [
@@ -34,6 +35,8 @@ __all__ = [
     "build_client",
     "credentials_from_env",
     "fetch_bytes",
+    "interruptible_sleep",
+    "parse_retry_after",
 ]
 
 logger = logging.getLogger(__name__)
@@ -45,6 +48,8 @@ RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 DEFAULT_ATTEMPTS = 4
 BACKOFF_BASE_S = 2.0
 MAX_WAIT_S = 60.0
+MAX_RETRY_AFTER = timedelta(days=1)
+"""A longer (or absurd) `Retry-After` is read as this; callers clamp it further."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,17 +87,42 @@ def credentials_from_env(provider: ProviderModule, env: Mapping[str, str]) -> Cr
     return None
 
 
-def _retry_after_s(response: httpx.Response, now: datetime | None = None) -> float | None:
-    value = response.headers.get("Retry-After")
-    if value is None:
+def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:
+    """`Retry-After` as delay-seconds or an HTTP date (RFC 9110 §10.2.3), at most
+    `MAX_RETRY_AFTER`; None when absent or unreadable (a huge number, a garbage date: never an
+    exception)."""
+    text = (value or "").strip()
+    if not text:
         return None
-    if value.strip().isdigit():
-        return float(value)
+    if text.isascii() and text.isdigit():
+        digits = text.lstrip("0") or "0"
+        if len(digits) > len(str(int(MAX_RETRY_AFTER.total_seconds()))):
+            return MAX_RETRY_AFTER
+        return min(timedelta(seconds=int(digits)), MAX_RETRY_AFTER)
     try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
+        when = email.utils.parsedate_to_datetime(text)
+        if when.tzinfo is None:  # "-0000": UTC by RFC 5322
+            when = when.replace(tzinfo=UTC)
+        wait = when - now
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
-    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+    return min(max(wait, timedelta(0)), MAX_RETRY_AFTER)
+
+
+def _retry_after_s(response: httpx.Response, now: datetime | None = None) -> float | None:
+    wait = parse_retry_after(response.headers.get("Retry-After"), now or datetime.now(UTC))
+    return wait.total_seconds() if wait is not None else None
+
+
+def interruptible_sleep(stop: threading.Event) -> Callable[[float], None]:
+    """A `sleep` for `RetryTransport` that ends as soon as `stop` is set, raising
+    `FetchCancelledError` (the retry is not made: the process is stopping)."""
+
+    def sleep(seconds: float) -> None:
+        if stop.wait(seconds):
+            raise FetchCancelledError("fetch cancelled during a retry wait: shutting down")
+
+    return sleep
 
 
 def _should_retry(response: httpx.Response) -> bool:
@@ -162,10 +192,13 @@ class RetryTransport(httpx.BaseTransport):
         self._inner.close()
 
 
-def build_client(transport: httpx.BaseTransport | None = None) -> httpx.Client:
-    """The client collection runs use: our User-Agent and retries on 429/5xx."""
+def build_client(
+    transport: httpx.BaseTransport | None = None, *, sleep: Callable[[float], None] = time.sleep
+) -> httpx.Client:
+    """The client collection runs use: our User-Agent and retries on 429/5xx, waiting between
+    them with `sleep` (`interruptible_sleep(stop)` in `serve`)."""
     return httpx.Client(
-        transport=transport or RetryTransport(),
+        transport=transport or RetryTransport(sleep=sleep),
         headers={"User-Agent": USER_AGENT},
         follow_redirects=True,
     )

@@ -3,12 +3,14 @@
 ProviderError                  every scraper failure; the run is recorded as failed
 ├── ProviderHTTPError          the provider answered with an error status, or not at all
 ├── ProviderPayloadError       the body is not what the parser understands (not JSON, key missing)
-└── MissingCredentialsError    the provider needs a key that is not set
+├── MissingCredentialsError    the provider needs a key that is not set
+└── FetchCancelledError        the fetch was given up because the process is stopping
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "FetchCancelledError",
     "MissingCredentialsError",
     "ProviderError",
     "ProviderHTTPError",
@@ -30,3 +32,7 @@ class ProviderPayloadError(ProviderError):
 
 class MissingCredentialsError(ProviderError):
     """The provider needs an API key that is not set in the environment."""
+
+
+class FetchCancelledError(ProviderError):
+    """The fetch was cancelled (during a retry wait) because the process is shutting down."""

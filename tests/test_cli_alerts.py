@@ -137,3 +137,33 @@ def test_a_workload_alert_is_added_from_a_saved_job_file(db_path, tmp_path, loca
         "alerts", "add", "--url", "http://127.0.0.1:9/hook", "--below-cost", "5", "--db", db_path
     )
     assert half.exit_code == 2 and "--workload" in half.output
+
+
+def test_collect_prints_its_summary_and_sends_the_other_alerts_when_one_rule_is_broken(
+    db_path, tmp_path, local_hooks
+):
+    from warehouse import Warehouse
+
+    with receiving() as receiver:
+        broken = add_price_alert(db_path, receiver.url)
+        healthy = add_price_alert(db_path, receiver.url)
+        with Warehouse.open(db_path) as warehouse, warehouse.transaction() as conn:
+            conn.execute(  # a threshold of the wrong type, as a hand edit could leave it
+                "UPDATE alert_rules SET condition_json = replace(condition_json, '1.5', '\"1.5\"')"
+                " WHERE rule_id = ?",
+                [broken["id"]],
+            )
+        result = invoke(
+            "collect", "--replay", f"vastai={vast_bundles(tmp_path, 1.4)}", "--db", db_path
+        )
+    assert result.exit_code == 0, result.output
+    assert "vastai" in result.output and "Traceback" not in result.output
+    assert "delivered HTTP 200" in result.output
+    [request] = receiver.requests
+    event = Webhook(healthy["secret"]).verify(request.body, request.headers)
+    assert event["data"]["rule"]["id"] == healthy["id"]
+    shown = invoke("alerts", "list", "--format", "json", "--db", db_path)
+    errors = {a["id"]: a["evaluation_error"] for a in json.loads(shown.stdout)["alerts"]}
+    assert errors[healthy["id"]] is None and errors[broken["id"]].startswith("TypeError:")
+    table = invoke("alerts", "list", "--db", db_path)
+    assert table.stdout.count("last evaluation failed: TypeError:") == 1

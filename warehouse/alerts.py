@@ -31,6 +31,7 @@ __all__ = [
     "record_attempt",
     "rule_states",
     "save_state",
+    "set_evaluation_error",
 ]
 
 
@@ -46,6 +47,9 @@ class RuleRow:
     created_at: datetime
     disabled_at: datetime | None = None
     disabled_reason: str | None = None
+    evaluation_error: str | None = None
+    """Why the last evaluation failed; None once one succeeds."""
+    evaluation_error_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +154,16 @@ def disable_rule(
         [now, reason, rule_id],
     )
     _cancel_pending(conn, rule_id, now, reason)
+
+
+def set_evaluation_error(
+    conn: duckdb.DuckDBPyConnection, rule_id: str, error: str | None, at: datetime | None
+) -> None:
+    """Mark a rule's last evaluation as failed with `error`, or (None) as fine again."""
+    conn.execute(
+        "UPDATE alert_rules SET evaluation_error = ?, evaluation_error_at = ? WHERE rule_id = ?",
+        [error, at, rule_id],
+    )
 
 
 def rule_states(conn: duckdb.DuckDBPyConnection) -> dict[str, StateRow]:

@@ -1,13 +1,15 @@
 """Price, availability and workload-cost alerts, pushed as Standard Webhooks from an outbox.
 
 `evaluate_alerts` runs after every collection and stores the events that fired;
-`WebhookSender` / `deliver_due` send them (signed, retried, never to refused targets);
+`WebhookSender` / `deliver_due` send them (signed, retried, never to refused targets), and
+`WebhookDispatcher` is `serve`'s pool of senders;
 `service` holds what the API and CLI call to manage rules.
 """
 
 from __future__ import annotations
 
 from pipeline.alerts.delivery import AttemptResult, WebhookSender, deliver_due, retry_delay
+from pipeline.alerts.dispatch import WebhookDispatcher
 from pipeline.alerts.errors import (
     AlertError,
     AlertNotFoundError,
@@ -58,6 +60,7 @@ __all__ = [
     "TargetError",
     "UnresolvableTargetError",
     "UnsafeTargetError",
+    "WebhookDispatcher",
     "WebhookSender",
     "alert_deliveries",
     "check_target",

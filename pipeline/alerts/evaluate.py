@@ -13,6 +13,10 @@ so never a half-written one), then `decide` compares that with the rule's state:
 A new rule has no state, so a condition that already holds fires at its first evaluation. New
 states and events are written in one transaction; evaluations never overlap (in one process,
 nor across a lake's collectors: `EVALUATION_LOCK`).
+
+Each rule is evaluated on its own: one that fails (a stored filter of the wrong type, say) is
+logged and marked with its error (`evaluation_error`, shown by `GET /alerts/{id}`), keeps its
+state, and the others go on; the mark is cleared by its next evaluation that succeeds.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ __all__ = ["Decision", "Observation", "decide", "evaluate_alerts", "observe"]
 logger = logging.getLogger(__name__)
 
 MAX_OFFERS_IN_EVENT = 5
+ERROR_CHARS = 500
+"""Longest evaluation error stored with a rule."""
 _EVALUATION = threading.Lock()
 """One evaluation at a time per process (the scheduler runs providers in parallel)."""
 
@@ -172,6 +178,25 @@ def _event_data(
 EVALUATION_LOCK = "gpuprices:alerts-evaluate"
 
 
+def _evaluate_rule(
+    row: wa.RuleRow,
+    state: wa.StateRow | None,
+    warehouse: Warehouse,
+    catalog: Catalog,
+    stale: Mapping[str, bool],
+    now: datetime,
+) -> tuple[wa.StateRow, wa.DeliveryRow | None]:
+    """The rule's next state, and its event if it fires now."""
+    rule = rule_from_row(row)
+    seen = observe(warehouse, rule, catalog)
+    decision = decide(rule, state, seen, now)
+    if not decision.fire:
+        return decision.state, None
+    event_type = EVENT_TYPES[rule.condition.kind]
+    body = event_body(event_type, now, _event_data(rule, state, seen, decision, stale))
+    return decision.state, new_delivery(rule.rule_id, event_type, body, now)
+
+
 def evaluate_alerts(
     warehouse: Warehouse, settings: Settings, now: datetime, catalog: Catalog | None = None
 ) -> list[str]:
@@ -180,26 +205,27 @@ def evaluate_alerts(
     # one evaluation at a time in this process and, on a lake, in the whole cluster
     with _EVALUATION, warehouse.exclusive(EVALUATION_LOCK):
         with warehouse.cursor() as cur:
-            rules = [rule_from_row(row) for row in wa.list_rules(cur, enabled_only=True)]
+            rows = wa.list_rules(cur, enabled_only=True)
             states = wa.rule_states(cur)
-        if not rules:
+        if not rows:
             return []
         stale = {f.provider: f.stale for f in provider_freshness(warehouse, settings, now)}
         decisions: list[tuple[wa.StateRow, wa.DeliveryRow | None]] = []
-        for rule in rules:
+        errors: dict[str, str | None] = {}
+        for row in rows:
             try:
-                seen = observe(warehouse, rule, cat)
+                decisions.append(
+                    _evaluate_rule(row, states.get(row.rule_id), warehouse, cat, stale, now)
+                )
             except PipelineError as exc:
-                logger.warning("alert %s not evaluated: %s", rule.rule_id, exc)
-                continue
-            state = states.get(rule.rule_id)
-            decision = decide(rule, state, seen, now)
-            delivery = None
-            if decision.fire:
-                data = _event_data(rule, state, seen, decision, stale)
-                body = event_body(EVENT_TYPES[rule.condition.kind], now, data)
-                delivery = new_delivery(rule.rule_id, EVENT_TYPES[rule.condition.kind], body, now)
-            decisions.append((decision.state, delivery))
+                logger.warning("alert %s not evaluated: %s", row.rule_id, exc)
+                errors[row.rule_id] = str(exc)[:ERROR_CHARS]
+            except Exception as exc:  # the per-rule edge: one broken rule must not stop the rest
+                logger.exception("alert %s not evaluated", row.rule_id)
+                errors[row.rule_id] = f"{type(exc).__name__}: {exc}"[:ERROR_CHARS]
+            else:
+                if row.evaluation_error is not None:
+                    errors[row.rule_id] = None  # fine again
         with warehouse.transaction() as conn:
             live = {row.rule_id for row in wa.list_rules(conn, enabled_only=True)}
             for next_state, delivery in decisions:
@@ -208,6 +234,8 @@ def evaluate_alerts(
                 wa.save_state(conn, next_state)
                 if delivery is not None:
                     wa.insert_delivery(conn, delivery)
+            for rule_id, error in errors.items():
+                wa.set_evaluation_error(conn, rule_id, error, now if error is not None else None)
     fired = [d for _, d in decisions if d is not None and d.rule_id in live]
     for delivery in fired:
         logger.info(

@@ -65,6 +65,9 @@ class AlertRule:
     created_at: datetime
     disabled_at: datetime | None = None
     disabled_reason: str | None = None
+    evaluation_error: str | None = None
+    """Why its last evaluation failed (the other rules went on); None once one succeeds."""
+    evaluation_error_at: datetime | None = None
     secret: str = field(default="", repr=False, compare=False)
     """Only for signing; never shown after creation, never logged."""
 
@@ -83,6 +86,8 @@ def rule_from_row(row: RuleRow) -> AlertRule:
         created_at=row.created_at,
         disabled_at=row.disabled_at,
         disabled_reason=row.disabled_reason,
+        evaluation_error=row.evaluation_error,
+        evaluation_error_at=row.evaluation_error_at,
         secret=row.secret,
     )
 
@@ -99,6 +104,8 @@ def rule_to_row(rule: AlertRule) -> RuleRow:
         created_at=rule.created_at,
         disabled_at=rule.disabled_at,
         disabled_reason=rule.disabled_reason,
+        evaluation_error=rule.evaluation_error,
+        evaluation_error_at=rule.evaluation_error_at,
     )
 
 

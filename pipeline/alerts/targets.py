@@ -5,6 +5,10 @@ also permits `http` and private, loopback or shared addresses, for local receive
 `http://127.0.0.1:9000/hook`. Link-local, multicast, unspecified and reserved addresses, and
 cloud metadata endpoints, are refused whatever the setting: a webhook must never become a way to
 read instance credentials (the SSRF that OWASP's SSRF prevention cheat sheet describes).
+IPv6 forms that carry an IPv4 address (IPv4-mapped `::ffff:a.b.c.d`, 6to4 `2002::/16`, NAT64
+`64:ff9b::/96` and the local-use `64:ff9b:1::/48`, Teredo `2001::/32`) are judged by the IPv4
+address they carry; a translated one (6to4, NAT64, Teredo) must carry a public one, whatever the
+setting. Ports must be 1-65535.
 
 The check resolves the host once; the sender then connects to that very address (the name kept
 for `Host` and TLS), so that a name cannot resolve to a public address for the check and to a
@@ -38,6 +42,10 @@ METADATA_ADDRESSES = frozenset(
     )
 )
 MAX_URL_CHARS = 2048
+MAX_PORT = 65535
+NAT64_WELL_KNOWN = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052: IPv4 in the last 32 bits
+NAT64_LOCAL_USE = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215: IPv4 anywhere after /48
+IPV4_BITS = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +74,30 @@ def resolve_host(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
+def _carried_ipv4(address: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """The IPv4 addresses a translated IPv6 address carries, each with the form's name."""
+    if address.sixtofour is not None:
+        return [("6to4", address.sixtofour)]
+    if address.teredo is not None:
+        server, client = address.teredo
+        return [("Teredo", server), ("Teredo", client)]
+    if address in NAT64_WELL_KNOWN:
+        return [("NAT64", ipaddress.IPv4Address(int(address) & (2**IPV4_BITS - 1)))]
+    return []
+
+
 def _refusal(address: IPAddress, allow_private: bool) -> str | None:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        elif address in NAT64_LOCAL_USE:
+            return "a local-use NAT64 address (it carries an IPv4 address)"
+        elif carried := _carried_ipv4(address):
+            for form, ipv4 in carried:
+                reason = _refusal(ipv4, allow_private=False)
+                if reason is not None:
+                    return f"a {form} address carrying {ipv4}, {reason.split(' (')[0]}"
+            return None  # judged by the public IPv4 address it carries
     if address in METADATA_ADDRESSES:
         return "a cloud metadata address"
     if address.is_link_local:
@@ -97,6 +126,8 @@ def _parse(url: str, allow_private: bool) -> httpx.URL:
         raise UnsafeTargetError("Webhook URL has no host")
     if parsed.userinfo:
         raise UnsafeTargetError("Webhook URL must not carry a user name or password")
+    if parsed.port is not None and not 1 <= parsed.port <= MAX_PORT:
+        raise UnsafeTargetError(f"Webhook URL port must be 1-{MAX_PORT}, got {parsed.port}")
     return parsed
 
 

@@ -10,19 +10,14 @@ import pytest
 from standardwebhooks import Webhook
 
 from pipeline.alerts import (
-    AlertKind,
-    AlertSpec,
-    Condition,
     WebhookSender,
     alert_deliveries,
-    create_alert,
     get_alert,
     retry_delay,
     send_test,
 )
-from pipeline.alerts.events import new_delivery
 from pipeline.settings import Settings
-from tests.pipeline.alerts_receiver import Answer, Clock, receiving
+from tests.pipeline.alerts_receiver import Answer, Clock, add_rule, enqueue, receiving
 from warehouse import Warehouse
 from warehouse import alerts as wa
 
@@ -39,18 +34,6 @@ def settings(db_path):
     )
 
 
-def add_rule(warehouse, settings, url, now):
-    condition = Condition.of(AlertKind.AVAILABILITY, gpu="H100-80GB")
-    return create_alert(warehouse, AlertSpec(url=url, condition=condition), settings, now)
-
-
-def enqueue(warehouse, rule_id, now, body='{"type":"alert.test"}') -> str:
-    delivery = new_delivery(rule_id, "alert.test", body, now)
-    with warehouse.transaction() as conn:
-        wa.insert_delivery(conn, delivery)
-    return delivery.delivery_id
-
-
 def test_backoff_doubles_from_the_base_with_jitter_and_stops_at_the_cap():
     settings = Settings(webhook_backoff="30s", webhook_max_backoff="5m")
     low, high = (lambda: 0.0), (lambda: 1.0)
@@ -58,8 +41,10 @@ def test_backoff_doubles_from_the_base_with_jitter_and_stops_at_the_cap():
         30, 60, 120, 240, 300,
     ]
     assert retry_delay(1, settings, low, None) == timedelta(seconds=15)  # equal jitter: half
-    assert retry_delay(1, settings, high, timedelta(minutes=10)) == timedelta(minutes=10)
-    assert retry_delay(1, settings, high, timedelta(days=9)) == timedelta(days=1)
+    assert retry_delay(1, settings, low, timedelta(minutes=4)) == timedelta(minutes=4)
+    # Retry-After is honoured only up to the longest backoff
+    assert retry_delay(1, settings, high, timedelta(minutes=10)) == timedelta(minutes=5)
+    assert retry_delay(1, settings, high, timedelta(days=9)) == timedelta(minutes=5)
 
 
 def test_retry_after_as_an_http_date_is_honoured(warehouse, settings, clock):

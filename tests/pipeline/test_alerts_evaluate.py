@@ -147,3 +147,44 @@ def test_a_disabled_rule_is_not_evaluated(warehouse, settings, clock, tmp_path):
     collect(warehouse, clock, FIXTURES / "vastai_bundles.json")
     assert evaluate_alerts(warehouse, settings, clock()) == []
     assert get_alert(warehouse, created.rule.rule_id).state is None
+
+
+def store_broken_workload_rule(warehouse, settings, clock) -> str:
+    """A workload rule as an older version or a hand edit could leave it: a filter of the wrong
+    type (a number where provider names go) that creation would have refused."""
+    workload = {"model": "Llama-3.1-8B", "method": "full", "tokens": "50M"}
+    spec = AlertSpec(URL, Condition.of(AlertKind.WORKLOAD, workload=workload, below_cost_usd=1e6))
+    rule_id = create_alert(warehouse, spec, settings, clock()).rule.rule_id
+    with warehouse.transaction() as conn:
+        conn.execute(
+            "UPDATE alert_rules SET condition_json = ? WHERE rule_id = ?",
+            [orjson.dumps({"kind": "workload", "below_cost_usd": 1e6,
+                           "workload": {**workload, "provider": 5}}).decode(), rule_id],
+        )
+    return rule_id
+
+
+def test_a_rule_that_fails_is_marked_with_its_error_and_the_others_still_fire(
+    warehouse, settings, clock
+):
+    broken = store_broken_workload_rule(warehouse, settings, clock)
+    spec = AlertSpec(URL, Condition.of(AlertKind.AVAILABILITY, gpu="H100-80GB"))
+    healthy = create_alert(warehouse, spec, settings, clock()).rule.rule_id
+    collect(warehouse, clock, FIXTURES / "vastai_bundles.json")
+    [event] = bodies(warehouse, evaluate_alerts(warehouse, settings, clock()))
+    assert event["data"]["rule"]["id"] == healthy
+    failed = get_alert(warehouse, broken)
+    assert failed.rule.evaluation_error.startswith("TypeError:")
+    assert failed.rule.evaluation_error_at == clock() and failed.state is None
+    assert get_alert(warehouse, healthy).rule.evaluation_error is None
+
+
+def test_a_rule_that_evaluates_again_loses_its_error_mark(warehouse, settings, clock):
+    spec = AlertSpec(URL, Condition.of(AlertKind.AVAILABILITY, gpu="H100-80GB"))
+    rule_id = create_alert(warehouse, spec, settings, clock()).rule.rule_id
+    with warehouse.transaction() as conn:
+        wa.set_evaluation_error(conn, rule_id, "TypeError: from an older evaluation", clock())
+    collect(warehouse, clock, FIXTURES / "vastai_bundles.json")
+    assert len(evaluate_alerts(warehouse, settings, clock())) == 1
+    rule = get_alert(warehouse, rule_id).rule
+    assert (rule.evaluation_error, rule.evaluation_error_at) == (None, None)

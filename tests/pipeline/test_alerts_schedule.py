@@ -1,4 +1,4 @@
-"""`serve`'s schedule sends webhooks from a job and a worker of its own."""
+"""`serve`'s schedule sends webhooks from a job and a pool of its own."""
 
 from __future__ import annotations
 
@@ -14,4 +14,4 @@ def test_the_schedule_has_one_delivery_job_on_its_own_worker(warehouse, client_f
     collector.shutdown()
     assert job.executor == "webhooks" and job.trigger.interval.total_seconds() == 7
     assert (job.max_instances, job.coalesce) == (1, True)
-    assert job.func.__name__ == "deliver_due"
+    assert job.func.__name__ == "deliver_webhooks" and job.args == (collector.webhooks,)

@@ -41,8 +41,9 @@ def test_the_public_names_of_the_alerts_package_are_pinned():
             "AlertNotFoundError",
             "AlertRule", "AlertSpec", "AlertStatus", "AttemptResult", "Condition",
             "CreatedAlert", "DeliveryLog", "InvalidAlertError", "Resolver", "TargetError",
-            "UnresolvableTargetError", "UnsafeTargetError", "WebhookSender", "alert_deliveries",
-            "check_target", "create_alert", "delete_alert", "deliver_due", "evaluate_alerts",
+            "UnresolvableTargetError", "UnsafeTargetError", "WebhookDispatcher", "WebhookSender",
+            "alert_deliveries", "check_target", "create_alert", "delete_alert", "deliver_due",
+            "evaluate_alerts",
             "get_alert", "list_alerts", "resolve_host", "retry_delay", "send_test",
         ]
     )

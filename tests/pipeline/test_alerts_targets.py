@@ -124,3 +124,49 @@ def test_a_target_is_checked_again_at_send_time_and_refused_if_it_now_resolves_p
     assert "refused at send time" in result.error and "loopback" in result.error
     [log] = alert_deliveries(warehouse, created.rule.rule_id)
     assert log.delivery.status == "failed"
+
+
+@pytest.mark.parametrize(
+    ("url", "carried"),
+    [
+        ("https://[2002:7f00:1::]/", "127.0.0.1"),  # 6to4
+        ("https://[2002:a9fe:a9fe::]/", "169.254.169.254"),
+        ("https://[2002:a00:1::]/", "10.0.0.1"),
+        ("https://[64:ff9b::7f00:1]/", "127.0.0.1"),  # NAT64
+        ("https://[64:ff9b::a9fe:a9fe]/", "169.254.169.254"),
+        ("https://[64:ff9b::c0a8:10a]/", "192.168.1.10"),
+        ("https://[2001:0:4136:e378:8000:63bf:80ff:fffe]/", "127.0.0.1"),  # Teredo client
+        ("https://[2001:0:a00:1:8000:63bf:a247:28f1]/", "10.0.0.1"),  # Teredo server
+    ],
+)
+def test_ipv6_forms_carrying_a_private_or_metadata_ipv4_are_refused_even_when_private_is_allowed(
+    url, carried
+):
+    for allow_private in (False, True):
+        with pytest.raises(UnsafeTargetError, match=f"carrying {carried}"):
+            check_target(url, allow_private=allow_private, resolver=PUBLIC)
+
+
+def test_a_name_resolving_to_a_6to4_form_of_loopback_is_refused():
+    with pytest.raises(UnsafeTargetError, match="6to4 address carrying 127.0.0.1"):
+        check_target(
+            "https://hooks.example.com/", allow_private=True, resolver=resolving("2002:7f00:1::")
+        )
+
+
+def test_local_use_nat64_is_refused_and_ipv4_mapped_is_judged_as_its_ipv4():
+    with pytest.raises(UnsafeTargetError, match="local-use NAT64"):
+        check_target("https://[64:ff9b:1::a00:1]/", allow_private=True, resolver=PUBLIC)
+    with pytest.raises(UnsafeTargetError, match="metadata"):
+        check_target("http://[::ffff:169.254.169.254]/", allow_private=True, resolver=PUBLIC)
+
+
+def test_translated_forms_of_a_public_ipv4_are_allowed():
+    for url in ("https://[2002:5db8:d70e::]/", "https://[64:ff9b::5db8:d70e]/"):
+        assert check_target(url, allow_private=False, resolver=PUBLIC).address == url[9:-2]
+
+
+@pytest.mark.parametrize("port", [0, 65536, 99999])
+def test_a_port_outside_1_to_65535_is_refused(port):
+    with pytest.raises(UnsafeTargetError, match="port must be 1-65535"):
+        check_target(f"https://hooks.example.com:{port}/", allow_private=True, resolver=PUBLIC)

@@ -140,3 +140,35 @@ def test_a_test_event_reaches_the_receiver_and_shows_in_the_delivery_log(app_cli
 
 def test_testing_an_unknown_alert_is_404(app_client):
     assert app_client.post("/alerts/alr_nope/test").status_code == 404
+
+
+@pytest.mark.parametrize("retry_after", ["99999999999999999999", "1" + "0" * 5000, "garbage"])
+def test_a_test_answered_429_with_any_retry_after_is_a_recorded_retry_not_a_500(
+    app_client, retry_after
+):
+    with receiving([Answer(429, {"retry-after": retry_after})]) as receiver:
+        created = app_client.post("/alerts", json=price_alert(receiver.url)).json()
+        sent = app_client.post(f"/alerts/{created['id']}/test")
+    assert sent.status_code == 200
+    delivery = sent.json()
+    [attempt] = delivery["attempts"]
+    assert (attempt["status_code"], attempt["outcome"]) == (429, "retry")
+    waited = datetime.fromisoformat(delivery["next_attempt_at"]) - datetime.fromisoformat(
+        attempt["attempted_at"]
+    )
+    assert waited.total_seconds() <= 3600  # the default longest backoff
+
+
+def test_a_rule_whose_evaluation_failed_shows_its_error(app_client, collected):
+    from pipeline.alerts import evaluate_alerts
+
+    created = app_client.post("/alerts", json=price_alert("http://127.0.0.1:9/hook")).json()
+    assert app_client.get(f"/alerts/{created['id']}").json()["evaluation_error"] is None
+    with collected.transaction() as conn:  # a threshold of the wrong type, as a hand edit leaves
+        conn.execute(
+            "UPDATE alert_rules SET condition_json = replace(condition_json, '1.5', '\"1.5\"')"
+        )
+    evaluate_alerts(collected, Settings(scheduler=False), datetime.now(UTC))
+    shown = app_client.get(f"/alerts/{created['id']}").json()
+    assert shown["evaluation_error"].startswith("TypeError:")
+    assert shown["evaluation_error_at"] is not None
