@@ -1,3 +1,3 @@
-from api.cli import main
+from api.cli.commands import main
 
 main()

@@ -43,8 +43,8 @@ from market import build_market, serving, store_market  # noqa: E402
 from report import record_target  # noqa: E402
 
 from pipeline.catalog import get_catalog  # noqa: E402
-from pipeline.offers import OfferQuery, current_offers  # noqa: E402
-from pipeline.serving import OfferServer  # noqa: E402
+from pipeline.market.offers import OfferQuery, current_offers  # noqa: E402
+from pipeline.market.serving import OfferServer  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
 from warehouse import Warehouse  # noqa: E402
 

@@ -36,7 +36,7 @@ import fastapi
 import pyarrow as pa
 from fastapi.testclient import TestClient
 
-from api.main import create_app
+from api.app import create_app
 from pipeline.settings import Settings
 from warehouse import OfferFilters, Warehouse
 from warehouse.history import (

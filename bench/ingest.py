@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import record_target  # noqa: E402
 
 from pipeline.catalog import get_catalog  # noqa: E402
-from pipeline.collect import store_run  # noqa: E402
-from pipeline.normalize import normalize, offers_to_table  # noqa: E402
+from pipeline.collection.collect import store_run  # noqa: E402
+from pipeline.collection.normalize import normalize, offers_to_table  # noqa: E402
 from scrapers import vastai  # noqa: E402
 from warehouse import RunRow, Warehouse  # noqa: E402
 

@@ -29,7 +29,7 @@ import duckdb
 import pyarrow as pa
 from fastapi.testclient import TestClient
 
-from api.main import create_app
+from api.app import create_app
 from pipeline.settings import Settings
 from warehouse import OFFER_SCHEMA, RunRow, Warehouse
 from warehouse.queries import insert_run

@@ -4,7 +4,8 @@ Vast.ai's share is a raw search body (records cloned from the recorded fixture, 
 GPUs, places and jittered prices) that goes through `vastai.parse`; the other providers' shares
 are the offers their parsers would hand over (`Offer.from_gpu_price` / `from_instance_price`).
 Everything is stored through the normal ingest path, as a collection run stores it: `normalize`,
-then `pipeline.collect.store_run` (one Arrow batch, one transaction, one bulk insert per provider).
+then `pipeline.collection.collect.store_run` (one Arrow batch, one transaction, one bulk insert
+per provider).
 
 Not a benchmark itself: `bench/ingest.py`, `bench/compare_gpuhunt.py` and `bench/load.py` import
 it, and each of them still runs alone.
@@ -29,8 +30,8 @@ import httpx
 import orjson
 
 from pipeline.catalog import get_catalog
-from pipeline.collect import store_run
-from pipeline.normalize import normalize
+from pipeline.collection.collect import store_run
+from pipeline.collection.normalize import normalize
 from scrapers import vastai
 from scrapers.models import Offer, ParseResult, Pricing
 from warehouse import RunRow, Warehouse

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from report import record_target  # noqa: E402
 
 from pipeline.catalog import get_catalog  # noqa: E402
-from pipeline.ranking import Ranking, rank_offers  # noqa: E402
-from pipeline.workload import Workload, _estimate_memory  # noqa: E402
+from pipeline.workload.model import Workload, _estimate_memory  # noqa: E402
+from pipeline.workload.ranking import Ranking, rank_offers  # noqa: E402
 
 T = TypeVar("T")
 TARGET_MS = 50.0

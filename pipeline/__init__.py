@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pipeline.catalog import Catalog, GpuSpec, Resolution, get_catalog
-from pipeline.collect import RunReport, run_collection
+from pipeline.collection.collect import RunReport, run_collection
 from pipeline.errors import PipelineError, UnknownGpuError, UnknownProviderError
-from pipeline.offers import OfferQuery, current_offers
+from pipeline.market.offers import OfferQuery, current_offers
 from pipeline.settings import Settings
 
 __all__ = [

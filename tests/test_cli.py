@@ -9,7 +9,7 @@ import pytest
 import respx
 from typer.testing import CliRunner
 
-from api.cli import app
+from api.cli.commands import app
 from scrapers import lambdalabs
 from tests.conftest import FIXTURES
 

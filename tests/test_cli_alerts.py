@@ -8,7 +8,7 @@ import pytest
 from standardwebhooks import Webhook
 from typer.testing import CliRunner
 
-from api.cli import app
+from api.cli.commands import app
 from tests.pipeline.alerts_receiver import Answer, receiving, vast_bundles
 
 runner = CliRunner()

@@ -29,7 +29,7 @@ def free_port() -> int:
 
 
 def test_serve_answers_then_stops_cleanly_on_sigterm(db_path):
-    from pipeline.collect import run_collection
+    from pipeline.collection.collect import run_collection
 
     with Warehouse.open(db_path) as warehouse:
         run_collection(["vastai"], warehouse, replays={"vastai": FIXTURES / "vastai_bundles.json"})
@@ -184,7 +184,7 @@ def test_sigterm_stops_serve_within_2_s_during_a_providers_retry_wait(db_path, t
 def test_sigterm_stops_serve_within_2_s_during_a_webhook_attempt(db_path, tmp_path):
     from pipeline.alerts import alert_deliveries
     from pipeline.alerts.delivery import STOPPING
-    from pipeline.collect import utc_now
+    from pipeline.collection.collect import utc_now
     from pipeline.settings import Settings
     from tests.pipeline.alerts_receiver import Answer, add_rule, enqueue, receiving
 

@@ -169,7 +169,7 @@ def _title(label: str, point: Mapping[str, Any]) -> str:
 
 
 def build_chart(history: Mapping[str, Any], until: datetime) -> Chart:
-    """Geometry for `pipeline.history.price_history(...)`'s answer, x up to `until`."""
+    """Geometry for `pipeline.market.history.price_history(...)`'s answer, x up to `until`."""
     step = BUCKET[history["interval"]]
     series = [s for s in history["series"] if s["points"]]
     left, top = float(LEFT_PX), float(TOP_PX)

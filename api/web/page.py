@@ -14,18 +14,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from api.schemas_quotes import QuotesOut, WorkloadQuery, quotes_out
+from api.rest.schemas_quotes import QuotesOut, WorkloadQuery, quotes_out
 from api.web.chart import Chart, build_chart
 from api.web.offers_view import cheapest_per_gpu, sort_rows
 from api.web.query import PageQuery, WorkloadForm
-from pipeline.architectures import known_models
 from pipeline.errors import PipelineError
-from pipeline.freshness import ProviderFreshness
-from pipeline.history import HistoryQuery, price_history
-from pipeline.offers import OfferQuery, current_offers, gpu_specs
-from pipeline.quotes import quote_offers
-from pipeline.serving import answer_offers
+from pipeline.market.freshness import ProviderFreshness
+from pipeline.market.history import HistoryQuery, price_history
+from pipeline.market.offers import OfferQuery, current_offers, gpu_specs
+from pipeline.market.serving import answer_offers
 from pipeline.settings import Settings
+from pipeline.workload.architectures import known_models
+from pipeline.workload.quotes import quote_offers
 from scrapers.models import Pricing
 from warehouse import Warehouse
 

@@ -39,7 +39,7 @@ WORKLOAD_FIELDS = ("model", "method", "tokens", "seq_len", "include_spot")
 
 @dataclass(frozen=True, slots=True)
 class WorkloadForm:
-    """The workload form as typed; `pipeline.workload` checks the values when quoting."""
+    """The workload form as typed; `pipeline.workload.model` checks the values when quoting."""
 
     model: str = "Llama-3.1-8B"
     method: str = "qlora"

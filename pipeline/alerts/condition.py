@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.scope import PLACE_SCOPE, OfferScope
+from pipeline.market.scope import PLACE_SCOPE, OfferScope
 
 __all__ = ["ALERT_SCOPE", "AlertKind", "Condition"]
 

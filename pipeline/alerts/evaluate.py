@@ -35,8 +35,8 @@ from pipeline.alerts.events import rule_summary as _rule_summary
 from pipeline.alerts.rules import AlertKind, AlertRule, rule_from_row
 from pipeline.catalog import Catalog, get_catalog
 from pipeline.errors import PipelineError
-from pipeline.freshness import provider_freshness
-from pipeline.offers import OfferQuery, current_offers
+from pipeline.market.freshness import provider_freshness
+from pipeline.market.offers import OfferQuery, current_offers
 from pipeline.settings import Settings
 from warehouse import Warehouse
 from warehouse import alerts as wa

@@ -21,7 +21,7 @@ from pipeline.alerts.errors import InvalidAlertError
 from pipeline.alerts.targets import Resolver, check_target, resolve_host
 from pipeline.alerts.workloads import quote_request
 from pipeline.catalog import Catalog, get_catalog
-from pipeline.scope import resolve
+from pipeline.market.scope import resolve
 from warehouse.alerts import RuleRow
 
 __all__ = [

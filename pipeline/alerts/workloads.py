@@ -14,10 +14,10 @@ from pydantic import ValidationError
 from pipeline.alerts.condition import Condition
 from pipeline.alerts.errors import InvalidAlertError
 from pipeline.catalog import Catalog
-from pipeline.quotes import QUOTE_SCOPE, QuoteRequest, quote_offers
-from pipeline.ranking import Quote
-from pipeline.scope import OfferScope
-from pipeline.workload import Workload
+from pipeline.market.scope import OfferScope
+from pipeline.workload.model import Workload
+from pipeline.workload.quotes import QUOTE_SCOPE, QuoteRequest, quote_offers
+from pipeline.workload.ranking import Quote
 from warehouse import Warehouse
 
 __all__ = ["best_quote", "quote_request"]

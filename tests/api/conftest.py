@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from api.main import create_app
-from pipeline.collect import run_collection
+from api.app import create_app
+from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES, OBSERVED_AT
 

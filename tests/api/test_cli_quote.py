@@ -9,8 +9,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from api.cli_quote import quote
-from pipeline.collect import run_collection
+from api.cli.quote import quote
+from pipeline.collection.collect import run_collection
 from tests.conftest import FIXTURES, OBSERVED_AT
 from warehouse import Warehouse
 
@@ -18,7 +18,7 @@ BREAKDOWN = {"weights", "gradients", "optimizer", "activations", "logits", "over
 
 
 def cli() -> typer.Typer:
-    """An app with `quote` registered as `api/cli.py` registers it."""
+    """An app with `quote` registered as `api/cli/commands.py` registers it."""
     app = typer.Typer()
 
     @app.callback()

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.collect import run_collection
+from pipeline.collection.collect import run_collection
 from tests.conftest import FIXTURES
 from warehouse import Warehouse
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from api.cli import app
-from pipeline.collect import run_collection
-from pipeline.history import HistoryQuery, price_history
-from pipeline.offers import OfferQuery
-from pipeline.serving import answer_offers
+from api.cli.commands import app
+from pipeline.collection.collect import run_collection
+from pipeline.market.history import HistoryQuery, price_history
+from pipeline.market.offers import OfferQuery
+from pipeline.market.serving import answer_offers
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES
 from warehouse import MissingExtraError, Warehouse, WarehouseError

@@ -8,8 +8,8 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from api.cli import app
-from api.main import create_app
+from api.app import create_app
+from api.cli.commands import app
 from pipeline.settings import Settings
 from tests.lake.test_backend import T0, collect_twice
 from warehouse import Warehouse

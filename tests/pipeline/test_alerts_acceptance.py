@@ -20,8 +20,8 @@ from pipeline.alerts import (
     create_alert,
     evaluate_alerts,
 )
-from pipeline.collect import run_collection
-from pipeline.schedule import Collector, collect_provider
+from pipeline.collection.collect import run_collection
+from pipeline.collection.schedule import Collector, collect_provider
 from pipeline.settings import Settings
 from scrapers import build_client
 from scrapers.models import Pricing

@@ -15,7 +15,7 @@ from pipeline.alerts import (
     evaluate_alerts,
     get_alert,
 )
-from pipeline.collect import run_collection
+from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
 from scrapers.models import Pricing
 from tests.conftest import FIXTURES

@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from pipeline.alerts import AlertKind, AlertSpec, Condition, create_alert, evaluate_alerts
-from pipeline.collect import run_collection
+from pipeline.collection.collect import run_collection
 from pipeline.errors import PipelineError
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES

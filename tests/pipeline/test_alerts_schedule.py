@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.schedule import Collector
+from pipeline.collection.schedule import Collector
 from pipeline.settings import Settings
 
 

@@ -6,8 +6,8 @@ import httpx
 import orjson
 import respx
 
-from pipeline.collect import run_collection
-from pipeline.offers import OfferQuery, current_offers, provider_runs
+from pipeline.collection.collect import run_collection
+from pipeline.market.offers import OfferQuery, current_offers, provider_runs
 from scrapers import vastai
 from tests.conftest import FIXTURES, OBSERVED_AT
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from pipeline.collect import run_collection
-from pipeline.freshness import provider_freshness
+from pipeline.collection.collect import run_collection
+from pipeline.market.freshness import provider_freshness
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES, OBSERVED_AT
 
@@ -46,7 +46,7 @@ def test_a_failed_run_keeps_the_last_snapshot_but_marks_it_stale(warehouse, tmp_
 
 
 def test_pruning_drops_old_raw_observations_but_history_keeps_them(warehouse):
-    from pipeline.history import HistoryQuery, price_history, prune
+    from pipeline.market.history import HistoryQuery, price_history, prune
 
     old = OBSERVED_AT - timedelta(days=120)
     run_collection(["vastai"], warehouse, replays=VAST, now=lambda: old)

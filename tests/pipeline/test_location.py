@@ -5,7 +5,7 @@ from pydantic import ValidationError
 
 from pipeline.errors import PipelineError
 from pipeline.location import get_locator
-from pipeline.scope import OfferScope, resolve
+from pipeline.market.scope import OfferScope, resolve
 
 LOCATOR = get_locator()
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 import respx
 
-from pipeline.schedule import Collector
+from pipeline.collection.schedule import Collector
 from pipeline.settings import Settings
 from scrapers import coreweave, runpod, vastai
 from tests.conftest import fixture_bytes

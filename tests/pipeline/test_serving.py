@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from pipeline.collect import run_collection
-from pipeline.offers import OfferQuery, current_offers
-from pipeline.serving import OfferServer
+from pipeline.collection.collect import run_collection
+from pipeline.market.offers import OfferQuery, current_offers
+from pipeline.market.serving import OfferServer
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES, OBSERVED_AT
 

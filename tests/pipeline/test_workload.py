@@ -12,24 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.architectures import (
+from pipeline.catalog import get_catalog
+from pipeline.errors import PipelineError, WorkloadError
+from pipeline.workload.architectures import (
     FALLBACK_LAYERS,
     fallback_architecture,
     from_config,
     known_models,
     lookup_model,
 )
-from pipeline.catalog import get_catalog
-from pipeline.errors import PipelineError, WorkloadError
-from pipeline.ranking import (
-    FIXED_HOURS,
-    SPOT_RISK,
-    estimate_hours,
-    flops_per_token,
-    gpu_type,
-    rank_offers,
-)
-from pipeline.workload import (
+from pipeline.workload.model import (
     GIB,
     GPU_COUNTS,
     GpuType,
@@ -37,6 +29,14 @@ from pipeline.workload import (
     estimate_memory,
     min_gpus,
     parse_tokens,
+)
+from pipeline.workload.ranking import (
+    FIXED_HOURS,
+    SPOT_RISK,
+    estimate_hours,
+    flops_per_token,
+    gpu_type,
+    rank_offers,
 )
 from tests.conftest import FIXTURES
 

@@ -6,7 +6,7 @@ import httpx
 import pytest
 import respx
 
-from pipeline.collect import run_collection
+from pipeline.collection.collect import run_collection
 from scrapers import Pricing, ProviderHTTPError, ProviderPayloadError, coreweave
 from scrapers.base import USER_AGENT
 from tests.conftest import OBSERVED_AT, fixture_bytes

@@ -6,7 +6,7 @@ import pytest
 import respx
 
 from pipeline.catalog import get_catalog
-from pipeline.collect import run_collection
+from pipeline.collection.collect import run_collection
 from scrapers import FormFactor, Pricing, ProviderHTTPError, ProviderPayloadError, runpod
 from scrapers.base import USER_AGENT, Credentials
 from tests.conftest import FIXTURES, OBSERVED_AT, fixture_bytes

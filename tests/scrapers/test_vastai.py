@@ -144,7 +144,7 @@ def stored_offers(warehouse) -> int:
 def test_a_failed_run_is_recorded_with_its_error_and_stores_nothing(
     respx_mock, warehouse, client_factory, responses, error
 ):
-    from pipeline.collect import run_collection
+    from pipeline.collection.collect import run_collection
 
     respx_mock.post(vastai.URL).mock(side_effect=responses)
     [report] = run_collection(
@@ -167,7 +167,7 @@ def test_a_failed_run_is_recorded_with_its_error_and_stores_nothing(
 def test_a_retried_answer_then_success_stores_the_snapshot(
     respx_mock, warehouse, client_factory, first, waits
 ):
-    from pipeline.collect import run_collection
+    from pipeline.collection.collect import run_collection
 
     respx_mock.post(vastai.URL).mock(side_effect=[first, httpx.Response(200, content=BODY)])
     [report] = run_collection(["vastai"], warehouse, client_factory=client_factory, env={})

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pipeline.catalog import get_catalog
-from pipeline.normalize import normalize, offers_to_table
+from pipeline.collection.normalize import normalize, offers_to_table
 from scrapers import ParseResult, vastai
 from tests.conftest import OBSERVED_AT, fixture_bytes
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.collect import run_collection
-from pipeline.offers import OfferQuery, current_offers
+from pipeline.collection.collect import run_collection
+from pipeline.market.offers import OfferQuery, current_offers
 from tests.conftest import FIXTURES
 from warehouse import Warehouse
 
@@ -20,7 +20,7 @@ COLLECTOR = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from pipeline.collect import run_collection
+    from pipeline.collection.collect import run_collection
     from warehouse import Warehouse
 
     db, body = Path(sys.argv[1]), Path(sys.argv[2])

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.collect import run_collection
+from pipeline.collection.collect import run_collection
 from tests.conftest import FIXTURES, OBSERVED_AT
 from warehouse import OfferFilters, Warehouse
 from warehouse.current import CurrentOffers

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 from fastapi.testclient import TestClient
 
-from api.deps import get_resolver
-from api.main import create_app
+from api.app import create_app
+from api.rest.deps import get_resolver
 from pipeline.settings import Settings
 from tests.pipeline.alerts_receiver import Answer, receiving
 

@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from api.main import create_app
-from pipeline.collect import run_collection
+from api.app import create_app
+from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES
 
@@ -192,8 +192,8 @@ def test_csv_export_io_reads_back(history_client):
 def test_the_api_body_from_duckdb_json_matches_the_python_history(
     history_client, warehouse, interval
 ):
-    from api.schemas import HistoryOut
-    from pipeline.history import HistoryQuery, price_history
+    from api.rest.schemas import HistoryOut
+    from pipeline.market.history import HistoryQuery, price_history
 
     params = {"gpu": "H100", "interval": interval, "since": "2026-02-20T00:00:00Z"}
     body = history_client.get("/prices/history", params=params).json()

@@ -8,8 +8,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from api.main import create_app
-from api.routes import quotes
+from api.app import create_app
+from api.rest.routes import quotes
 from pipeline.settings import Settings
 
 BREAKDOWN = {"weights", "gradients", "optimizer", "activations", "logits", "overhead"}

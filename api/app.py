@@ -1,0 +1,92 @@
+"""The FastAPI application: `create_app(settings)` builds it; nothing happens at import."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime
+
+import httpx
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from api.rest.routes import (
+    alerts,
+    gpus,
+    health,
+    history,
+    metrics,
+    offers,
+    providers,
+    quotes,
+    regions,
+)
+from api.web import route as web
+from pipeline.base import utc_now
+from pipeline.collection.schedule import Collector
+from pipeline.errors import PipelineError
+from pipeline.market.serving import OfferServer
+from pipeline.settings import Settings
+from warehouse import Warehouse, WarehouseError
+
+__all__ = ["create_app"]
+
+
+def create_app(
+    settings: Settings,
+    warehouse: Warehouse | None = None,
+    *,
+    clock: Callable[[], datetime] = utc_now,
+    client_factory: Callable[[], httpx.Client] | None = None,
+) -> FastAPI:
+    """The app over `settings.db` (or over `warehouse` when the caller already opened one).
+
+    With `settings.scheduler` on, the app also collects on schedule through the same database
+    handle it reads from, starting at start-up; the lifespan stops the schedule (letting a running
+    write finish) before the database is closed. `settings.role == "api"` is a read-only replica:
+    no collection, no webhook sending, no pruning.
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        owned = warehouse is None
+        app.state.warehouse = warehouse or Warehouse.open(settings.warehouse_target)
+        app.state.offer_server = OfferServer(app.state.warehouse, settings)
+        app.state.collector = None
+        if settings.scheduler and settings.role != "api":
+            app.state.collector = Collector(
+                app.state.warehouse, settings, client_factory=client_factory, now=clock
+            )
+            app.state.collector.start()
+        try:
+            yield
+        finally:
+            if app.state.collector is not None:
+                app.state.collector.shutdown()
+            if owned:
+                app.state.warehouse.close()
+
+    app = FastAPI(
+        title="gpuprices",
+        summary="Where to fine-tune an LLM right now, and for how much.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.clock = clock
+    app.state.collector = None
+
+    @app.exception_handler(PipelineError)
+    async def pipeline_error(_request: Request, exc: PipelineError) -> JSONResponse:
+        return JSONResponse(status_code=422, content={"detail": str(exc)})
+
+    @app.exception_handler(WarehouseError)
+    async def warehouse_error(_request: Request, exc: WarehouseError) -> JSONResponse:
+        return JSONResponse(status_code=503, content={"detail": str(exc)})
+
+    routers = (quotes, offers, history, gpus, providers, regions, metrics, health, alerts)
+    for module in routers:
+        app.include_router(module.router)
+    app.include_router(web.router)
+    web.mount_static(app)
+    return app

@@ -1,0 +1,320 @@
+"""`gpuprices alerts add|list|rm|test|deliveries`, and what `collect` does for alerts after a run.
+
+A typer sub-app registered by `api/cli/commands.py` (`app.add_typer(alerts_app, name="alerts")`);
+the error edge and settings options come from `api.cli.common`, like every other command's.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from pydantic import BaseModel
+from rich.markup import escape
+
+from api.cli.common import (
+    ConfigOption,
+    DbOption,
+    err,
+    load_settings,
+    out,
+    user_errors,
+)
+from api.cli.scope import scope_options
+from api.rest.schemas_alerts import (
+    AlertOut,
+    AlertsPage,
+    DeliveriesPage,
+    DeliveryOut,
+    alert_out,
+    created_out,
+    delivery_out,
+)
+from pipeline.alerts import (
+    ALERT_SCOPE,
+    DEFAULT_BAND,
+    AlertKind,
+    AlertSpec,
+    AttemptResult,
+    Condition,
+    WebhookSender,
+    alert_deliveries,
+    create_alert,
+    delete_alert,
+    list_alerts,
+    send_test,
+)
+from pipeline.market.scope import OfferScope
+from pipeline.settings import Settings, parse_duration
+from warehouse import Warehouse
+
+__all__ = ["alerts_app", "print_webhook_results", "send_fired"]
+
+alerts_app = typer.Typer(
+    help="Price and availability alerts pushed as signed webhooks.", no_args_is_help=True
+)
+
+
+class AlertFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+
+
+FormatOption = Annotated[AlertFormat, typer.Option("--format")]
+
+
+def _print_json(model: BaseModel) -> None:
+    data = model.model_dump(mode="json")
+    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def _describe(alert: AlertOut) -> str:
+    filters = [*alert.providers, *(p for p in (alert.pricing, alert.region) if p)]
+    if alert.min_gpu_count:
+        filters.append(f"≥{alert.min_gpu_count} GPUs")
+    where = f" ({', '.join(filters)})" if filters else ""
+    if alert.kind is AlertKind.PRICE:
+        return f"{alert.gpu} at or below ${alert.below_price_per_gpu_hour:g}/GPU-h{where}"
+    if alert.kind is AlertKind.AVAILABILITY:
+        return f"{alert.gpu} available somewhere new{where}"
+    return f"workload at or below ${alert.below_cost_usd:g}{where}"
+
+
+def _condition(
+    gpu: str | None,
+    below: float | None,
+    available: bool,
+    workload: Path | None,
+    below_cost: float | None,
+) -> tuple[AlertKind, dict[str, Any] | None]:
+    chosen = [
+        kind
+        for kind, given in (
+            (AlertKind.PRICE, below is not None),
+            (AlertKind.AVAILABILITY, available),
+            (AlertKind.WORKLOAD, workload is not None or below_cost is not None),
+        )
+        if given
+    ]
+    if len(chosen) != 1:
+        raise typer.BadParameter(
+            "give one of --below PRICE, --available, or --workload FILE --below-cost USD",
+            param_hint="condition",
+        )
+    kind = chosen[0]
+    if kind is AlertKind.WORKLOAD:
+        if workload is None or below_cost is None:
+            raise typer.BadParameter(
+                "needs both --workload and --below-cost", param_hint="--workload"
+            )
+        try:
+            saved = json.loads(workload.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise typer.BadParameter(
+                f"cannot read {workload}: {exc}", param_hint="--workload"
+            ) from None
+        if not isinstance(saved, dict):
+            raise typer.BadParameter(f"{workload} is not a JSON object", param_hint="--workload")
+        return kind, saved
+    if not gpu:
+        raise typer.BadParameter(f"a {kind} alert needs --gpu", param_hint="--gpu")
+    return kind, None
+
+
+@alerts_app.command("add")
+@user_errors
+@scope_options(ALERT_SCOPE)
+def add(
+    scope: OfferScope,
+    url: Annotated[
+        str,
+        typer.Option(
+            help="Webhook target (https; http/private with GPUPRICES_ALLOW_PRIVATE_WEBHOOKS=true)"
+        ),
+    ],
+    below: Annotated[
+        float | None, typer.Option(min=0, help="Price alert: USD per GPU-hour, at most")
+    ] = None,
+    available: Annotated[
+        bool, typer.Option("--available", help="Alert when the GPU is available somewhere new")
+    ] = False,
+    workload: Annotated[
+        Path | None, typer.Option(help="Workload alert: the job as JSON (POST /quotes body)")
+    ] = None,
+    below_cost: Annotated[
+        float | None, typer.Option(min=0, help="Workload alert: total USD, at most")
+    ] = None,
+    band: Annotated[
+        float, typer.Option(min=0, help="Re-arm above threshold + band (same unit)")
+    ] = DEFAULT_BAND,
+    cooldown: Annotated[str, typer.Option(help="No second event within: 90s, 30m, 1h")] = "0s",
+    fmt: FormatOption = AlertFormat.TABLE,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Create an alert; prints it with its id and, this once, its signing secret."""
+    kind, saved = _condition(scope.gpu, below, available, workload, below_cost)
+    try:
+        wait = parse_duration(cooldown)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--cooldown") from None
+    condition = Condition(
+        kind=kind,
+        scope=scope,
+        below_price_per_gpu_hour=below if kind is AlertKind.PRICE else None,
+        below_cost_usd=below_cost if kind is AlertKind.WORKLOAD else None,
+        workload=saved,
+    )
+    spec = AlertSpec(url=url, condition=condition, band=band, cooldown=wait)
+    settings = load_settings(db, config)
+    with Warehouse.open(settings.warehouse_target) as warehouse:
+        created = created_out(create_alert(warehouse, spec, settings, datetime.now(UTC)))
+    if fmt is AlertFormat.JSON:
+        _print_json(created)
+        return
+    out.print(
+        f"alert [bold]{created.id}[/bold]: {_describe(created)} → {created.url}",
+        highlight=False,
+        soft_wrap=True,
+    )
+    out.print(f"secret: {created.secret}", highlight=False, soft_wrap=True)
+    err.print("[yellow]The secret is shown only now: keep it to verify webhook-signature.[/yellow]")
+
+
+@alerts_app.command("list")
+@user_errors
+def list_command(
+    fmt: FormatOption = AlertFormat.TABLE, db: DbOption = None, config: ConfigOption = None
+) -> None:
+    """Every alert with its state (armed, last value, last fired)."""
+    with Warehouse.open(load_settings(db, config).warehouse_target) as warehouse:
+        alerts = [alert_out(status) for status in list_alerts(warehouse)]
+    if fmt is AlertFormat.JSON:
+        _print_json(AlertsPage(alerts=alerts, count=len(alerts)))
+        return
+    if not alerts:
+        err.print("no alerts yet: add one with `gpuprices alerts add`")
+    for a in alerts:
+        out.print(f"[bold]{a.id}[/bold] {_describe(a)} → {a.url}", highlight=False, soft_wrap=True)
+        state = a.state
+        if a.disabled_reason:
+            line = f"[red]disabled[/red]: {a.disabled_reason}"
+        elif state is None:
+            line = "not evaluated yet (after the next collection)"
+        else:
+            fired = f"{state.last_fired_at:%Y-%m-%d %H:%M}" if state.last_fired_at else "never"
+            value = "-" if state.last_value is None else f"{state.last_value:g}"
+            line = f"armed: {'yes' if state.armed else 'no'} · last value {value} · fired {fired}"
+        out.print(f"  {line}", highlight=False, soft_wrap=True)
+        if a.evaluation_error:
+            out.print(
+                f"  [red]last evaluation failed[/red]: {escape(a.evaluation_error)}",
+                highlight=False,
+                soft_wrap=True,
+            )
+
+
+@alerts_app.command("rm")
+@user_errors
+def rm(
+    alert_id: Annotated[str, typer.Argument(metavar="ID")],
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Delete an alert; its pending deliveries are cancelled."""
+    with Warehouse.open(load_settings(db, config).warehouse_target) as warehouse:
+        delete_alert(warehouse, alert_id, datetime.now(UTC))
+    err.print(f"deleted {alert_id}")
+
+
+def _delivery_lines(delivery: DeliveryOut) -> None:
+    out.print(
+        f"{delivery.id} {delivery.event_type}: [bold]{delivery.status}[/bold]"
+        f" after {delivery.attempt_count} attempt(s)"
+        + (
+            f", next at {delivery.next_attempt_at:%Y-%m-%d %H:%M:%S} UTC"
+            if delivery.next_attempt_at
+            else ""
+        ),
+        highlight=False,
+        soft_wrap=True,
+    )
+    for a in delivery.attempts:
+        code = a.status_code if a.status_code is not None else "-"
+        out.print(
+            f"  #{a.attempt} {a.attempted_at:%Y-%m-%d %H:%M:%S} UTC HTTP {code}"
+            f" {a.latency_ms:.0f} ms {a.outcome}" + (f": {a.error}" if a.error else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+@alerts_app.command("test")
+@user_errors
+def test(
+    alert_id: Annotated[str, typer.Argument(metavar="ID")],
+    fmt: FormatOption = AlertFormat.TABLE,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Send an `alert.test` event now (later retries, if any, belong to `serve`)."""
+    settings = load_settings(db, config)
+    with Warehouse.open(settings.warehouse_target) as warehouse:
+        delivery = delivery_out(send_test(warehouse, settings, alert_id))
+    if fmt is AlertFormat.JSON:
+        _print_json(delivery)
+    else:
+        _delivery_lines(delivery)
+    if delivery.status != "delivered":
+        raise typer.Exit(1)
+
+
+@alerts_app.command("deliveries")
+@user_errors
+def deliveries(
+    alert_id: Annotated[str, typer.Argument(metavar="ID")],
+    limit: Annotated[int, typer.Option(min=1, help="Most deliveries, newest first")] = 20,
+    fmt: FormatOption = AlertFormat.TABLE,
+    db: DbOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Every delivery of an alert with each attempt: time, status code, latency, error."""
+    with Warehouse.open(load_settings(db, config).warehouse_target) as warehouse:
+        logs = [delivery_out(log) for log in alert_deliveries(warehouse, alert_id, limit)]
+    if fmt is AlertFormat.JSON:
+        _print_json(DeliveriesPage(deliveries=logs, count=len(logs)))
+        return
+    if not logs:
+        err.print(f"no deliveries for {alert_id} yet")
+    for delivery in logs:
+        _delivery_lines(delivery)
+
+
+def send_fired(warehouse: Warehouse, settings: Settings, fired: list[str]) -> list[AttemptResult]:
+    """The first attempt of each event a collection fired, side by side, each bounded by the
+    webhook timeout; what fails stays pending for `serve` to retry."""
+    return WebhookSender(warehouse, settings).deliver(fired) if fired else []
+
+
+def print_webhook_results(results: list[AttemptResult]) -> None:
+    for r in results:
+        code = f" HTTP {r.status_code}" if r.status_code is not None else ""
+        if r.outcome == "delivered":
+            err.print(f"[green]webhook[/green] {r.delivery_id} for {r.rule_id}: delivered{code}")
+            continue
+        after = ""
+        if r.next_attempt_at is not None:
+            wait = max(r.next_attempt_at - datetime.now(UTC), timedelta(0))
+            after = f"; `serve` retries in {wait.total_seconds():.0f} s"
+        err.print(
+            f"[yellow]webhook[/yellow] {r.delivery_id} for {r.rule_id}: {r.outcome}{code}"
+            f" ({r.error}){after}",
+            highlight=False,
+            soft_wrap=True,
+        )

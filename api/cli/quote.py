@@ -1,0 +1,215 @@
+"""`gpuprices quote`: where a fine-tuning job is cheapest now, or whether it fits given hardware.
+
+A plain function, registered by `api/cli/commands.py` with `app.command("quote")(quote)`; it imports
+nothing from `api.cli.commands`, so it handles our errors itself: a bad workload is a usage error
+(exit 2, naming the option), any other of our errors one red line and exit 1.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.table import Table
+
+from api.cli.common import err, load_settings, out, print_error
+from api.cli.scope import scope_options
+from api.rest.schemas_quotes import HardwareOut, QuotesOut, hardware_out, quotes_out
+from pipeline.errors import PipelineError, UnknownGpuError, WorkloadError
+from pipeline.market.scope import OfferScope
+from pipeline.workload.model import Method, Optimizer, Precision, Profile, Workload
+from pipeline.workload.quotes import QUOTE_SCOPE, QuoteRequest, check_hardware, quote_offers
+from warehouse import Warehouse, WarehouseError
+
+__all__ = ["QuoteFormat", "quote"]
+
+
+class QuoteFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+
+
+def _option(field: str) -> str:
+    return "--" + field.replace("_", "-")
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise typer.BadParameter(f"cannot read {path}: {exc}", param_hint="--config") from None
+    if not isinstance(config, dict):
+        raise typer.BadParameter(f"{path} is not a JSON object", param_hint="--config")
+    return config
+
+
+def _print_json(model: QuotesOut | HardwareOut) -> None:
+    data = model.model_dump(mode="json")
+    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+
+
+def _memory_line(model: QuotesOut | HardwareOut) -> str:
+    m = model.memory
+    parts = ", ".join(f"{k} {v:.1f}" for k, v in m.breakdown.model_dump().items())
+    return f"{m.per_gpu_gib:.1f} GiB per GPU on {m.n_gpus} ({m.sharding}): {parts}"
+
+
+def _print_hardware(result: HardwareOut) -> None:
+    fit = result.fit
+    verdict = "[green]fits[/green]" if fit.fits else "[red]does not fit[/red]"
+    out.print(
+        f"{result.workload.model} {result.workload.method} on {fit.gpus} × {fit.gpu}: {verdict}"
+    )
+    out.print(_memory_line(result), highlight=False)
+    out.print(f"usable {fit.usable_gib:.1f} GiB per GPU, headroom {fit.headroom:.0%}")
+    out.print(f"fewest GPUs that fit: {fit.min_gpus if fit.min_gpus is not None else 'none'}")
+    if fit.hours is not None and fit.hours_range is not None:
+        lo, hi = fit.hours_range
+        out.print(f"about {fit.hours:.1f} h ({lo:.1f}–{hi:.1f} h)")
+    for line in (fit.reason, *fit.suggestions, *fit.notes):
+        if line:
+            out.print(f"- {line}", highlight=False, soft_wrap=True)
+
+
+def _print_quotes(result: QuotesOut) -> None:
+    out.print(_memory_line(result), highlight=False)
+    table = Table(title=f"{len(result.quotes)} of {result.count} offers that can run it")
+    for column in (
+        "#",
+        "provider",
+        "gpu",
+        "gpus",
+        "pricing",
+        "$/h",
+        "hours",
+        "cost $",
+        "cost range $",
+        "GiB/GPU",
+        "headroom",
+    ):
+        table.add_column(column)
+    for rank, q in enumerate(result.quotes, 1):
+        lo, hi = q.cost_range_usd
+        table.add_row(
+            str(rank),
+            q.offer.provider,
+            q.offer.gpu or q.offer.gpu_raw,
+            str(q.gpus),
+            str(q.offer.pricing) + (" ⚠" if q.interruption_risk else ""),
+            f"{q.offer.price_per_hour:.2f}",
+            f"{q.hours:.1f}",
+            f"{q.cost_usd:.2f}",
+            f"{lo:.0f}–{hi:.0f}",
+            f"{q.memory_per_gpu_gib:.1f}",
+            f"{q.headroom:.0%}",
+        )
+    out.print(table)
+    if any(q.interruption_risk for q in result.quotes):
+        err.print(f"⚠ {result.quotes[0].interruption_risk or 'spot offers can be interrupted'}")
+    for s in result.skipped:
+        err.print(f"[yellow]skipped[/yellow] {s.offers} × {s.gpu}: {s.reason}", soft_wrap=True)
+
+
+@scope_options(QUOTE_SCOPE - {"gpu"})  # --gpu here picks the hardware to check
+def quote(
+    scope: OfferScope,
+    model: Annotated[
+        str | None, typer.Option(help="A known model (GET /models), e.g. Llama-3.1-8B")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="The model's Hugging Face config.json, for other models")
+    ] = None,
+    params_b: Annotated[
+        float | None, typer.Option("--params-b", help="Size in billions (fallback architecture)")
+    ] = None,
+    method: Annotated[Method | None, typer.Option(help="full, lora or qlora")] = None,
+    tokens: Annotated[
+        str | None, typer.Option(help="Training tokens (dataset × epochs): 50M, 1.5B")
+    ] = None,
+    seq_len: Annotated[int, typer.Option(help="Tokens per sequence")] = 2048,
+    micro_batch: Annotated[int, typer.Option(help="Sequences per GPU per step")] = 1,
+    grad_ckpt: Annotated[
+        bool, typer.Option("--grad-ckpt/--no-grad-ckpt", help="Gradient checkpointing")
+    ] = True,
+    optimizer: Annotated[
+        Optimizer, typer.Option(help="adamw, adamw_8bit or paged_adamw")
+    ] = "adamw",
+    lora_rank: Annotated[int, typer.Option(help="LoRA rank (lora, qlora)")] = 16,
+    profile: Annotated[
+        Profile, typer.Option(help="hf (Transformers + PEFT) or fused (unsloth, Liger, torchtune)")
+    ] = "hf",
+    precision: Annotated[Precision, typer.Option(help="bf16 or fp16")] = "bf16",
+    gpu: Annotated[
+        str | None, typer.Option(help="With --gpus: check this GPU instead of ranking offers")
+    ] = None,
+    gpus: Annotated[int | None, typer.Option(help="1, 2, 4, 8 or a multiple of 8 (≤ 1024)")] = None,
+    top: Annotated[int, typer.Option(min=1, help="Quotes to show")] = 10,
+    include_spot: Annotated[
+        bool, typer.Option(help="Also rank spot offers, with their risk")
+    ] = False,
+    max_hours: Annotated[float | None, typer.Option(min=0, help="Leave out slower offers")] = None,
+    max_cost: Annotated[
+        float | None, typer.Option(min=0, help="Leave out dearer offers, USD")
+    ] = None,
+    fmt: Annotated[QuoteFormat, typer.Option("--format")] = QuoteFormat.TABLE,
+    db: Annotated[
+        Path | None,
+        typer.Option("--db", help="DuckDB file [env: GPUPRICES_DB; default data/gpuprices.duckdb]"),
+    ] = None,
+) -> None:
+    """What a fine-tuning job needs, and where it is cheapest in total right now."""
+    if method is None:
+        raise typer.BadParameter("full, lora or qlora is required", param_hint="--method")
+    if gpus is not None and gpu is None:
+        raise typer.BadParameter("--gpus needs --gpu", param_hint="--gpus")
+    try:
+        workload = Workload.build(
+            model=model,
+            config=_read_config(config) if config is not None else None,
+            params_b=params_b,
+            method=method,
+            tokens=tokens,
+            seq_len=seq_len,
+            micro_batch=micro_batch,
+            grad_ckpt=grad_ckpt,
+            optimizer=optimizer,
+            lora_rank=lora_rank,
+            profile=profile,
+            precision=precision,
+        )
+        if gpu is not None:
+            result: QuotesOut | HardwareOut = hardware_out(
+                workload, check_hardware(workload, gpu, gpus)
+            )
+        else:
+            if workload.tokens is None:
+                raise WorkloadError("tokens", "needed to rank offers by total cost, e.g. 50M")
+            request = QuoteRequest(
+                workload,
+                scope=scope,
+                max_hours=max_hours,
+                max_cost_usd=max_cost,
+                include_spot=include_spot,
+                top=top,
+            )
+            settings = load_settings(db)
+            with Warehouse.open(settings.warehouse_target) as warehouse:
+                result = quotes_out(quote_offers(warehouse, request))
+    except WorkloadError as exc:
+        raise typer.BadParameter(exc.detail, param_hint=_option(exc.field)) from None
+    except UnknownGpuError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--gpu") from None
+    except (PipelineError, WarehouseError) as exc:
+        print_error(exc)
+        raise typer.Exit(1) from None
+    if fmt is QuoteFormat.JSON:
+        _print_json(result)
+    elif isinstance(result, HardwareOut):
+        _print_hardware(result)
+    else:
+        _print_quotes(result)

@@ -1,0 +1,1 @@
+"""The HTTP API's routes, their dependencies and response models (assembled by `api.app`)."""

@@ -1,0 +1,105 @@
+"""Dependencies the routes declare: the warehouse, settings, clock and schedule of this app."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
+
+from pipeline.alerts.targets import Resolver, resolve_host
+from pipeline.collection.schedule import Collector
+from pipeline.market.freshness import ProviderFreshness
+from pipeline.market.serving import OfferServer
+from pipeline.settings import Settings
+from warehouse import Warehouse
+
+__all__ = [
+    "ClockDep",
+    "CollectorDep",
+    "FreshnessDep",
+    "OfferServerDep",
+    "ResolverDep",
+    "SettingsDep",
+    "WarehouseDep",
+    "require_api_key",
+]
+
+
+# The dependencies that only read app state are `async def`: FastAPI runs them inline instead
+# of handing each to the thread pool (a hop costs more than the work).
+
+
+async def get_warehouse(request: Request) -> Warehouse:
+    warehouse: Warehouse = request.app.state.warehouse
+    return warehouse
+
+
+async def get_offer_server(request: Request) -> OfferServer:
+    """Where this process serves current offers from (one cache, see `pipeline.market.serving`)."""
+    server: OfferServer = request.app.state.offer_server
+    return server
+
+
+async def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+async def get_clock(request: Request) -> Callable[[], datetime]:
+    clock: Callable[[], datetime] = request.app.state.clock
+    return clock
+
+
+async def get_collector(request: Request) -> Collector | None:
+    collector: Collector | None = request.app.state.collector
+    return collector
+
+
+WarehouseDep = Annotated[Warehouse, Depends(get_warehouse)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+ClockDep = Annotated[Callable[[], datetime], Depends(get_clock)]
+CollectorDep = Annotated[Collector | None, Depends(get_collector)]
+OfferServerDep = Annotated[OfferServer, Depends(get_offer_server)]
+
+
+async def get_freshness(
+    server: OfferServerDep, clock: ClockDep, collector: CollectorDep
+) -> list[ProviderFreshness]:
+    """Inline while the runs just read serve the request burst; else read in the thread pool."""
+    next_runs = collector.next_run_at if collector is not None else (lambda _name: None)
+    if server.warm():
+        return server.freshness(clock(), next_runs)
+    return await run_in_threadpool(server.freshness, clock(), next_runs)
+
+
+FreshnessDep = Annotated[list[ProviderFreshness], Depends(get_freshness)]
+
+
+def get_resolver() -> Resolver:
+    """How webhook host names are resolved (tests override it; nothing else should)."""
+    return resolve_host
+
+
+ResolverDep = Annotated[Resolver, Depends(get_resolver)]
+_bearer = HTTPBearer(auto_error=False, description="GPUPRICES_API_KEY")
+
+
+def require_api_key(
+    settings: SettingsDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> None:
+    """Alert management needs `Authorization: Bearer <GPUPRICES_API_KEY>` once a key is set."""
+    if settings.api_key is None:
+        return
+    given = credentials.credentials.encode() if credentials is not None else b""
+    if not hmac.compare_digest(given, settings.api_key.get_secret_value().encode()):
+        raise HTTPException(
+            status_code=401,
+            detail="Missing or wrong API key: send Authorization: Bearer <GPUPRICES_API_KEY>",
+            headers={"WWW-Authenticate": "Bearer"},
+        )

@@ -1,0 +1,109 @@
+"""Alert rules and their webhook deliveries: `/alerts`, behind the API key when one is set."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Response
+
+from api.rest.deps import ClockDep, ResolverDep, SettingsDep, WarehouseDep, require_api_key
+from api.rest.schemas_alerts import (
+    AlertCreatedOut,
+    AlertIn,
+    AlertOut,
+    AlertsPage,
+    DeliveriesPage,
+    DeliveryOut,
+    alert_out,
+    created_out,
+    delivery_out,
+)
+from pipeline.alerts import (
+    AlertNotFoundError,
+    alert_deliveries,
+    create_alert,
+    delete_alert,
+    get_alert,
+    list_alerts,
+    send_test,
+)
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/alerts", tags=["alerts"], dependencies=[Depends(require_api_key)])
+
+
+@contextmanager
+def _found() -> Iterator[None]:
+    try:
+        yield
+    except AlertNotFoundError as exc:
+        raise HTTPException(status_code=404, detail=str(exc)) from None
+
+
+@router.post(
+    "", status_code=201, response_model=AlertCreatedOut, summary="Create an alert rule"
+)
+def post_alert(
+    body: AlertIn,
+    warehouse: WarehouseDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    resolver: ResolverDep,
+) -> AlertCreatedOut:
+    """Store a rule; it is evaluated after every collection. The answer holds the signing
+    `secret`, shown this once. Unsafe targets (non-https, private, metadata) are 422."""
+    return created_out(
+        create_alert(warehouse, body.spec(), settings, clock(), resolver=resolver)
+    )
+
+
+@router.get("", response_model=AlertsPage, summary="Every alert rule")
+def get_alerts(warehouse: WarehouseDep) -> AlertsPage:
+    alerts = [alert_out(status) for status in list_alerts(warehouse)]
+    return AlertsPage(alerts=alerts, count=len(alerts))
+
+
+@router.get("/{alert_id}", response_model=AlertOut, summary="One alert rule and its state")
+def get_one(alert_id: str, warehouse: WarehouseDep) -> AlertOut:
+    with _found():
+        return alert_out(get_alert(warehouse, alert_id))
+
+
+@router.delete("/{alert_id}", status_code=204, summary="Delete an alert rule")
+def delete_one(alert_id: str, warehouse: WarehouseDep, clock: ClockDep) -> Response:
+    """Its pending deliveries are cancelled; nothing more is sent for it."""
+    with _found():
+        delete_alert(warehouse, alert_id, clock())
+    return Response(status_code=204)
+
+
+@router.get(
+    "/{alert_id}/deliveries", response_model=DeliveriesPage, summary="Deliveries and attempts"
+)
+def get_deliveries(
+    alert_id: str,
+    warehouse: WarehouseDep,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Most deliveries, newest first")] = 100,
+) -> DeliveriesPage:
+    """Every attempt of each delivery: time, status code, latency and error."""
+    with _found():
+        logs = alert_deliveries(warehouse, alert_id, limit)
+    deliveries = [delivery_out(log) for log in logs]
+    return DeliveriesPage(deliveries=deliveries, count=len(deliveries))
+
+
+@router.post("/{alert_id}/test", response_model=DeliveryOut, summary="Send a test event")
+def post_test(
+    alert_id: str,
+    warehouse: WarehouseDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    resolver: ResolverDep,
+) -> DeliveryOut:
+    """Store an `alert.test` event and make its first attempt now (retried if it fails)."""
+    with _found():
+        log = send_test(warehouse, settings, alert_id, now=clock, resolver=resolver)
+    return delivery_out(log)

@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from api.rest.deps import WarehouseDep
+from api.rest.schemas import GpuOut, GpusPage, ResolveOut, UnknownGpuOut, UnknownGpusPage
+from pipeline.market.offers import gpu_specs, resolve_gpu, unknown_gpus
+
+router = APIRouter(prefix="/gpus", tags=["gpus"])
+
+
+@router.get("", response_model=GpusPage, summary="The GPU catalog")
+def list_gpus() -> GpusPage:
+    gpus = [GpuOut.model_validate(asdict(spec)) for spec in gpu_specs()]
+    return GpusPage(gpus=gpus, count=len(gpus))
+
+
+@router.get("/resolve", response_model=ResolveOut, summary="How a GPU name resolves")
+def resolve(
+    name: Annotated[str, Query(min_length=1, description="Any spelling, e.g. A100 SXM4 80GB")],
+) -> ResolveOut:
+    resolution, matches = resolve_gpu(name)
+    return ResolveOut(
+        name=name, gpu=resolution.gpu, form_factor=resolution.form_factor, matches=sorted(matches)
+    )
+
+
+@router.get("/unknown", response_model=UnknownGpusPage, summary="GPU names the catalog lacks")
+def list_unknown(warehouse: WarehouseDep) -> UnknownGpusPage:
+    gpus = [UnknownGpuOut.model_validate(row) for row in unknown_gpus(warehouse)]
+    return UnknownGpusPage(gpus=gpus, count=len(gpus))

@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query
+from fastapi.responses import Response
+
+from api.rest.deps import ClockDep, SettingsDep, WarehouseDep
+from api.rest.routes.offers import OfferQueryDep
+from api.rest.schemas import HistoryOut
+from pipeline.market.history import (
+    HISTORY_SCOPE,
+    HistoryQuery,
+    check_as_of,
+    export_history,
+    export_offers,
+    price_history_json,
+)
+from pipeline.market.scope import front_end_model
+
+router = APIRouter(tags=["history"])
+
+MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
+ExportFormatParam = Annotated[str, Path(pattern="^(csv|parquet)$", description="csv or parquet")]
+
+
+HistoryParams = front_end_model(HistoryQuery, HISTORY_SCOPE, "HistoryParams")
+"""The query of `/prices/history` and its export: the scope fields history honours."""
+
+
+def history_query(params: Annotated[HistoryParams, Query()]) -> HistoryQuery:
+    return HistoryQuery.model_validate(params.model_dump(exclude_unset=True))
+
+
+HistoryQueryDep = Annotated[HistoryQuery, Depends(history_query)]
+
+
+@router.get("/prices/history", response_model=HistoryOut, summary="How prices moved")
+def get_history(warehouse: WarehouseDep, clock: ClockDep, query: HistoryQueryDep) -> Response:
+    """Per provider x pricing: min/p25/median/max USD per GPU-hour per bucket; gaps stay gaps.
+
+    The body is built from DuckDB's JSON (schema: `HistoryOut`), not through Python objects.
+    """
+    body = price_history_json(warehouse, query, clock())
+    return Response(body, media_type="application/json")
+
+
+def _file(body: bytes, name: str, fmt: str) -> Response:
+    return Response(
+        body,
+        media_type=MEDIA_TYPES[fmt],
+        headers={"Content-Disposition": f'attachment; filename="{name}.{fmt}"'},
+    )
+
+
+@router.get("/export/offers.{fmt}", summary="Current (or as_of) offers as CSV or Parquet")
+def export_offers_file(
+    fmt: ExportFormatParam,
+    warehouse: WarehouseDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    query: OfferQueryDep,
+) -> Response:
+    if query.as_of is not None:
+        check_as_of(query.as_of, clock(), settings.retention)
+    return _file(export_offers(warehouse, query, fmt), "offers", fmt)  # type: ignore[arg-type]
+
+
+@router.get("/export/history.{fmt}", summary="Price history as CSV or Parquet")
+def export_history_file(
+    fmt: ExportFormatParam,
+    warehouse: WarehouseDep,
+    clock: ClockDep,
+    query: HistoryQueryDep,
+) -> Response:
+    body = export_history(warehouse, query, clock(), fmt)  # type: ignore[arg-type]
+    return _file(body, "history", fmt)

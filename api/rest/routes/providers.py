@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from api.rest.deps import FreshnessDep, WarehouseDep
+from api.rest.schemas import ProviderFreshnessOut, ProvidersPage, QualityPage
+from pipeline.market.offers import quality_report
+
+router = APIRouter(tags=["providers"])
+
+
+@router.get("/providers", response_model=ProvidersPage, summary="Collection health per provider")
+def list_providers(freshness: FreshnessDep) -> ProvidersPage:
+    """Last run, last success, status, offers in the snapshot served, last error, next run."""
+    return ProvidersPage(providers=[ProviderFreshnessOut.model_validate(f) for f in freshness])
+
+
+@router.get("/quality", response_model=QualityPage, summary="Quarantined provider records")
+def quality(
+    warehouse: WarehouseDep,
+    provider: Annotated[str | None, Query(description="Only this provider")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Most records to return")] = 100,
+) -> QualityPage:
+    """Records that could not be parsed or broke an invariant, with the raw record and reason."""
+    return QualityPage.model_validate(quality_report(warehouse, provider, limit))

@@ -1,0 +1,218 @@
+"""Request and response models of `/alerts`; `gpuprices alerts ... --format json` prints them too.
+
+The secret appears in one model only, `AlertCreatedOut`, returned once by `POST /alerts`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, Field
+
+from pipeline.alerts import (
+    ALERT_SCOPE,
+    DEFAULT_BAND,
+    DEFAULT_COOLDOWN,
+    AlertKind,
+    AlertSpec,
+    AlertStatus,
+    Condition,
+    CreatedAlert,
+    DeliveryLog,
+)
+from pipeline.market.scope import OfferScope, front_end_model
+from pipeline.settings import Duration
+
+__all__ = [
+    "AlertCreatedOut",
+    "AlertIn",
+    "AlertOut",
+    "AlertStateOut",
+    "AlertsPage",
+    "AttemptOut",
+    "DeliveriesPage",
+    "DeliveryOut",
+    "alert_out",
+    "created_out",
+    "delivery_out",
+]
+
+
+AlertScope = front_end_model(OfferScope, ALERT_SCOPE, "AlertScope")
+"""The offers an alert watches, as the API names them (`provider`, `country`, ...)."""
+
+
+class AlertIn(AlertScope):  # type: ignore[misc,valid-type]
+    """A webhook target and one condition; which fields apply depends on `kind`."""
+
+    url: str = Field(
+        min_length=1,
+        max_length=2048,
+        description="Webhook target: https to a public address (http and private addresses "
+        "only with GPUPRICES_ALLOW_PRIVATE_WEBHOOKS=true)",
+        examples=["https://example.com/hooks/gpu"],
+    )
+    kind: AlertKind = Field(description="price, availability or workload")
+    below_price_per_gpu_hour: float | None = Field(
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        description="price: fire at or below this, USD per GPU-hour",
+    )
+    below_cost_usd: float | None = Field(
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        description="workload: fire when the best quote costs at most this, USD",
+    )
+    workload: dict[str, Any] | None = Field(
+        None, description="workload: the job, as the body of POST /quotes"
+    )
+    band: float = Field(
+        DEFAULT_BAND,
+        ge=0,
+        allow_inf_nan=False,
+        description="Re-arm only above threshold + band (USD per GPU-hour, or USD for workload)",
+    )
+    cooldown: Duration = Field(
+        DEFAULT_COOLDOWN, description="No second event within this long: 90s, 30m, 1h, 1d"
+    )
+
+    def spec(self) -> AlertSpec:
+        condition = Condition(
+            kind=self.kind,
+            scope=OfferScope.model_validate(self.model_dump(include=ALERT_SCOPE)),
+            below_price_per_gpu_hour=self.below_price_per_gpu_hour,
+            below_cost_usd=self.below_cost_usd,
+            workload=self.workload,
+        )
+        return AlertSpec(url=self.url, condition=condition, band=self.band, cooldown=self.cooldown)
+
+
+class AlertStateOut(BaseModel):
+    armed: bool = Field(description="Fires the next time the condition holds")
+    last_value: float | None = Field(
+        description="Lowest price per GPU-hour, best cost (USD) or places available, last seen"
+    )
+    last_fired_at: datetime | None
+    evaluated_at: datetime
+
+
+class AlertOut(AlertScope):  # type: ignore[misc,valid-type]
+    id: str
+    url: str
+    kind: AlertKind
+    below_price_per_gpu_hour: float | None
+    below_cost_usd: float | None
+    workload: dict[str, Any] | None
+    band: float
+    cooldown_seconds: float
+    created_at: datetime
+    disabled_at: datetime | None = Field(description="Set when the endpoint answered 410 Gone")
+    disabled_reason: str | None
+    evaluation_error: str | None = Field(
+        default=None,
+        description="Why the last evaluation of this rule failed (the others went on); "
+        "null while it evaluates fine",
+    )
+    evaluation_error_at: datetime | None = None
+    state: AlertStateOut | None = Field(description="Null until the first evaluation")
+
+
+class AlertCreatedOut(AlertOut):
+    secret: str = Field(
+        description="whsec_...: verifies webhook-signature; shown only in this answer"
+    )
+
+
+class AlertsPage(BaseModel):
+    alerts: list[AlertOut]
+    count: int
+
+
+class AttemptOut(BaseModel):
+    attempt: int
+    attempted_at: datetime
+    status_code: int | None = Field(description="Null when no answer came (timeout, refused)")
+    latency_ms: float
+    outcome: str = Field(description="delivered, retry, failed or gone")
+    error: str | None
+
+
+class DeliveryOut(BaseModel):
+    id: str = Field(description="The webhook-id header, the same on every attempt")
+    event_type: str
+    status: str = Field(description="pending, delivered, failed or cancelled")
+    attempt_count: int
+    created_at: datetime
+    next_attempt_at: datetime | None
+    finished_at: datetime | None
+    last_error: str | None
+    event: dict[str, Any] = Field(description="The body sent")
+    attempts: list[AttemptOut]
+
+
+class DeliveriesPage(BaseModel):
+    deliveries: list[DeliveryOut]
+    count: int
+
+
+def alert_out(status: AlertStatus) -> AlertOut:
+    rule, state, c = status.rule, status.state, status.rule.condition
+    return AlertOut(
+        id=rule.rule_id,
+        url=rule.url,
+        kind=c.kind,
+        **c.scope.model_dump(include=ALERT_SCOPE),
+        below_price_per_gpu_hour=c.below_price_per_gpu_hour,
+        below_cost_usd=c.below_cost_usd,
+        workload=dict(c.workload) if c.workload is not None else None,
+        band=rule.band,
+        cooldown_seconds=rule.cooldown.total_seconds(),
+        created_at=rule.created_at,
+        disabled_at=rule.disabled_at,
+        disabled_reason=rule.disabled_reason,
+        evaluation_error=rule.evaluation_error,
+        evaluation_error_at=rule.evaluation_error_at,
+        state=AlertStateOut(
+            armed=state.armed,
+            last_value=state.last_value,
+            last_fired_at=state.last_fired_at,
+            evaluated_at=state.evaluated_at,
+        )
+        if state is not None
+        else None,
+    )
+
+
+def created_out(created: CreatedAlert) -> AlertCreatedOut:
+    shown = alert_out(AlertStatus(created.rule, None))
+    return AlertCreatedOut(**shown.model_dump(), secret=created.secret)
+
+
+def delivery_out(log: DeliveryLog) -> DeliveryOut:
+    d = log.delivery
+    return DeliveryOut(
+        id=d.delivery_id,
+        event_type=d.event_type,
+        status=d.status,
+        attempt_count=d.attempts,
+        created_at=d.created_at,
+        next_attempt_at=d.next_attempt_at if d.status == "pending" else None,
+        finished_at=d.finished_at,
+        last_error=d.last_error,
+        event=orjson.loads(d.body),
+        attempts=[
+            AttemptOut(
+                attempt=a.attempt,
+                attempted_at=a.attempted_at,
+                status_code=a.status_code,
+                latency_ms=a.latency_ms,
+                outcome=a.outcome,
+                error=a.error,
+            )
+            for a in log.attempts
+        ],
+    )

@@ -1,0 +1,297 @@
+"""Request and response models of the workload quotes: `POST /quotes`, `/offers/best`, `/models`.
+
+`--format json` of `gpuprices quote` prints these same models.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from api.rest.schemas import OfferOut
+from pipeline.market.scope import OfferScope, front_end_model
+from pipeline.workload.architectures import known_models
+from pipeline.workload.model import MemoryEstimate, Workload
+from pipeline.workload.quotes import (
+    QUOTE_SCOPE,
+    HardwareCheck,
+    QuoteRequest,
+    QuoteResult,
+    describe_workload,
+)
+from pipeline.workload.ranking import Quote
+
+__all__ = [
+    "ArchitectureOut",
+    "FitOut",
+    "HardwareOut",
+    "MemoryOut",
+    "ModelOut",
+    "ModelsPage",
+    "QuoteIn",
+    "QuoteOut",
+    "QuotesOut",
+    "SkippedOut",
+    "WorkloadOut",
+    "WorkloadQuery",
+    "hardware_out",
+    "models_page",
+    "quotes_out",
+]
+
+
+QuoteScope = front_end_model(OfferScope, QUOTE_SCOPE, "QuoteScope")
+"""The offers a quote ranks, as the API names them (`provider`, `country`, ...)."""
+
+
+class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]
+    """The workload and the offer filters; field checks happen in `pipeline.workload.model`."""
+
+    model: str | None = Field(
+        None, description="A known model (GET /models)", examples=["Llama-3.1-8B"]
+    )
+    params_b: float | None = Field(
+        None, description="Size in billions, when the model is not known"
+    )
+    method: Literal["full", "lora", "qlora"]
+    tokens: int | str = Field(description="Training tokens (dataset × epochs): 50M, 1.5B, 2e8")
+    precision: Literal["bf16", "fp16"] = "bf16"
+    seq_len: int = Field(2048, description="Tokens per sequence")
+    micro_batch: int = Field(1, description="Sequences per GPU per step")
+    grad_ckpt: bool = Field(True, description="Gradient (activation) checkpointing")
+    optimizer: Literal["adamw", "adamw_8bit", "paged_adamw"] = "adamw"
+    lora_rank: int = 16
+    profile: Literal["hf", "fused"] = Field(
+        "hf", description="hf: Transformers + PEFT + FA2; fused: unsloth, Liger or torchtune"
+    )
+    max_hours: float | None = Field(None, gt=0, description="Leave out offers slower than this")
+    max_cost_usd: float | None = Field(None, gt=0, description="Leave out dearer offers, USD")
+    include_spot: bool = Field(False, description="Also rank spot offers, with their risk")
+    top: int = Field(1, ge=1, le=100_000, description="Quotes to return, cheapest first")
+
+    def workload(self, config: dict[str, Any] | None = None) -> Workload:
+        return Workload.build(
+            model=self.model,
+            config=config,
+            params_b=self.params_b,
+            method=self.method,
+            tokens=self.tokens,
+            precision=self.precision,
+            seq_len=self.seq_len,
+            micro_batch=self.micro_batch,
+            grad_ckpt=self.grad_ckpt,
+            optimizer=self.optimizer,
+            lora_rank=self.lora_rank,
+            profile=self.profile,
+        )
+
+    def request(self, config: dict[str, Any] | None = None) -> QuoteRequest:
+        return QuoteRequest(
+            workload=self.workload(config),
+            scope=OfferScope.model_validate(self.model_dump(include=QUOTE_SCOPE)),
+            max_hours=self.max_hours,
+            max_cost_usd=self.max_cost_usd,
+            include_spot=self.include_spot,
+            top=self.top,
+        )
+
+
+class QuoteIn(WorkloadQuery):
+    config: dict[str, Any] | None = Field(
+        None, description="A Hugging Face config.json, for a model GET /models does not list"
+    )
+    top: int = Field(10, ge=1, le=100_000, description="Quotes to return, cheapest first")
+
+
+class BreakdownOut(BaseModel):
+    """GiB per GPU; the parts add up to `per_gpu_gib`."""
+
+    weights: float = Field(description="Incl. ZeRO-3/FSDP layers gathered in flight")
+    gradients: float
+    optimizer: float
+    activations: float
+    logits: float = Field(description="Logits and loss buffers")
+    overhead: float = Field(description="CUDA context, allocator rounding and fragmentation")
+
+
+class MemoryOut(BaseModel):
+    n_gpus: int
+    sharding: str = Field(description="none, ddp, zero1, zero2, zero3 or fsdp")
+    per_gpu_gib: float
+    states_gib: float = Field(description="Weights, gradients and optimizer states per GPU")
+    breakdown: BreakdownOut
+
+
+class QuoteOut(BaseModel):
+    offer: OfferOut
+    gpus: int
+    hours: float
+    hours_range: tuple[float, float] = Field(description="±30%")
+    cost_usd: float = Field(description="Offer price per hour × hours")
+    cost_range_usd: tuple[float, float]
+    memory_per_gpu_gib: float
+    headroom: float = Field(description="1 − memory per GPU / usable VRAM (95% of nominal)")
+    interruption_risk: str | None = Field(description="Set for spot offers")
+    notes: list[str]
+
+
+class SkippedOut(BaseModel):
+    gpu: str
+    reason: str
+    offers: int
+
+
+class ArchitectureOut(BaseModel):
+    hidden_size: int
+    num_hidden_layers: int
+    intermediate_size: int
+    vocab_size: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    tie_word_embeddings: bool
+    source: str
+
+
+class WorkloadOut(BaseModel):
+    """The workload as understood: defaults filled in, tokens counted, the model's shape."""
+
+    model: str
+    params_b: float
+    trainable_params_m: float
+    method: str
+    precision: str
+    seq_len: int
+    micro_batch: int
+    grad_ckpt: bool
+    optimizer: str
+    lora_rank: int | None = Field(description="Null for full fine-tuning")
+    profile: str
+    tokens: int | None
+    architecture: ArchitectureOut
+
+
+class QuotesOut(BaseModel):
+    workload: WorkloadOut
+    memory: MemoryOut = Field(description="The job on one GPU")
+    quotes: list[QuoteOut]
+    count: int = Field(description="Offers that can run the job (quotes holds the top ones)")
+    skipped: list[SkippedOut]
+
+
+class FitOut(BaseModel):
+    gpu: str
+    gpus: int
+    fits: bool
+    usable_gib: float
+    headroom: float
+    min_gpus: int | None = Field(description="Fewest GPUs of this type that fit; null if none")
+    reason: str | None
+    suggestions: list[str] = Field(description="Single changes that would make it fit")
+    hours: float | None
+    hours_range: tuple[float, float] | None
+    notes: list[str]
+
+
+class HardwareOut(BaseModel):
+    workload: WorkloadOut
+    memory: MemoryOut
+    fit: FitOut
+
+
+class ModelOut(ArchitectureOut):
+    """A known model: its name and size, then the shape `ArchitectureOut` describes."""
+
+    name: str
+    params_b: float
+    aliases: list[str]
+
+
+class ModelsPage(BaseModel):
+    models: list[ModelOut]
+    count: int
+
+
+def memory_out(memory: MemoryEstimate) -> MemoryOut:
+    b = memory.breakdown
+    return MemoryOut(
+        n_gpus=memory.n_gpus,
+        sharding=memory.sharding,
+        per_gpu_gib=memory.per_gpu_gib,
+        states_gib=memory.states_gib,
+        breakdown=BreakdownOut(
+            weights=b.weights,
+            gradients=b.gradients,
+            optimizer=b.optimizer,
+            activations=b.activations,
+            logits=b.logits,
+            overhead=b.overhead,
+        ),
+    )
+
+
+def _quote_out(quote: Quote) -> QuoteOut:
+    return QuoteOut(
+        offer=OfferOut.model_validate(quote.offer),
+        gpus=quote.gpus,
+        hours=quote.hours,
+        hours_range=quote.hours_range,
+        cost_usd=quote.cost_usd,
+        cost_range_usd=quote.cost_range_usd,
+        memory_per_gpu_gib=quote.memory_per_gpu_gib,
+        headroom=quote.headroom,
+        interruption_risk=quote.interruption_risk,
+        notes=list(quote.notes),
+    )
+
+
+def quotes_out(result: QuoteResult) -> QuotesOut:
+    ranking = result.ranking
+    return QuotesOut(
+        workload=WorkloadOut.model_validate(describe_workload(result.workload)),
+        memory=memory_out(result.memory),
+        quotes=[_quote_out(q) for q in ranking.quotes],
+        count=ranking.feasible,
+        skipped=[SkippedOut(gpu=s.gpu, reason=s.reason, offers=s.offers) for s in ranking.skipped],
+    )
+
+
+def hardware_out(workload: Workload, check: HardwareCheck) -> HardwareOut:
+    hours = check.hours
+    return HardwareOut(
+        workload=WorkloadOut.model_validate(describe_workload(workload)),
+        memory=memory_out(check.memory),
+        fit=FitOut(
+            gpu=check.gpu,
+            gpus=check.n_gpus,
+            fits=check.fits,
+            usable_gib=check.usable_gib,
+            headroom=check.headroom,
+            min_gpus=check.minimum.n_gpus,
+            reason=check.reason,
+            suggestions=list(check.minimum.suggestions),
+            hours=hours.hours if hours else None,
+            hours_range=(hours.low, hours.high) if hours else None,
+            notes=list(check.notes),
+        ),
+    )
+
+
+def models_page() -> ModelsPage:
+    models = [
+        ModelOut(
+            name=a.name,
+            params_b=round(a.params_b, 3),
+            hidden_size=int(a.hidden),
+            num_hidden_layers=a.layers,
+            intermediate_size=int(a.intermediate),
+            vocab_size=a.vocab,
+            num_attention_heads=a.heads,
+            num_key_value_heads=a.kv_heads,
+            tie_word_embeddings=a.tied_embeddings,
+            aliases=list(a.aliases),
+            source=a.source,
+        )
+        for a in known_models()
+    ]
+    return ModelsPage(models=models, count=len(models))

@@ -1,0 +1,28 @@
+"""`GET /`: the page people look at, rendered on the server from the same pipeline functions."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from api.rest.deps import ClockDep, FreshnessDep, SettingsDep, WarehouseDep
+from api.web import PageQuery, mount_static, page_data, templates
+
+__all__ = ["mount_static", "router"]
+
+router = APIRouter(tags=["web"])
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+def page(
+    request: Request,
+    warehouse: WarehouseDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    freshness: FreshnessDep,
+) -> HTMLResponse:
+    """Cheapest offers, price history, workload quotes and provider health, as one HTML page."""
+    query = PageQuery.from_params(request.query_params)
+    data = page_data(warehouse, settings, query, clock(), freshness)
+    status = 422 if data.errors or query.problems else 200
+    return templates().TemplateResponse(request, "page.html", {"page": data}, status_code=status)

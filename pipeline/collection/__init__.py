@@ -1,0 +1,1 @@
+"""Collection: provider runs (fetch, parse, normalize, store), the schedule and its leases."""

@@ -1,0 +1,172 @@
+"""Price history, offers "as of" a past time, exports and retention, for the CLI and the API."""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import orjson
+from pydantic import AwareDatetime, Field
+
+from pipeline.errors import PipelineError
+from pipeline.market.offers import OfferQuery
+from pipeline.market.scope import PLACE_SCOPE, OfferScope, resolve
+from warehouse import Warehouse
+from warehouse import history as h
+from warehouse.offers import offers_sql
+
+__all__ = [
+    "HistoryQuery",
+    "check_as_of",
+    "export_history",
+    "export_offers",
+    "export_partitioned",
+    "price_history",
+    "price_history_json",
+    "prune",
+    "snapshots_as_of",
+]
+
+Interval = Literal["1h", "6h", "1d", "1w"]
+INCLUDE_NOW = timedelta(seconds=1)
+ExportFormat = Literal["csv", "parquet"]
+
+
+class HistoryQuery(OfferScope):
+    """How prices moved: one GPU (id, family or spelling) over buckets, for offers in scope."""
+
+    gpu: str = Field(  # type: ignore[assignment]  # required here
+        min_length=1,
+        max_length=200,
+        description="Canonical id (A100-80GB), family (A100) or any provider spelling",
+        examples=["A100-80GB"],
+    )
+    interval: Interval = Field("1h", description="Bucket size of the history")
+    since: AwareDatetime | None = Field(None, description="Start (ISO 8601, inclusive)")
+    until: AwareDatetime | None = Field(None, description="End (ISO 8601, exclusive)")
+
+
+HISTORY_SCOPE = PLACE_SCOPE
+"""History is kept per snapshot summary (GPU, provider, pricing) and raw observations for the
+retention window; node details are not filters of history."""
+
+
+def _filters(query: HistoryQuery, now: datetime) -> h.HistoryFilters:
+    query.check_honoured(HISTORY_SCOPE, "history")
+    until = query.until or now + INCLUDE_NOW  # `until` is exclusive: default to just after now
+    since = query.since or h.default_since(query.interval, until)
+    if since >= until:
+        raise PipelineError(
+            f"since ({since.isoformat()}) must be before until ({until.isoformat()})"
+        )
+    scope = resolve(query, include_unavailable=True)  # statistics cover every listed offer
+    return h.HistoryFilters(scope=scope, interval=query.interval, since=since, until=until)
+
+
+def price_history(warehouse: Warehouse, query: HistoryQuery, now: datetime) -> dict[str, Any]:
+    """`{"gpu", "interval", "since", "until", "series": [{gpu, provider, pricing, points}]}`."""
+    filters = _filters(query, now)
+    with warehouse.cursor() as cur:
+        rows = h.price_history(cur, filters)
+    series: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        key = (row.pop("gpu"), row.pop("provider"), row.pop("pricing"))
+        series.setdefault(key, []).append(row)
+    return {
+        "gpu": query.gpu,
+        "gpus": sorted(filters.scope.gpus or ()),
+        "interval": query.interval,
+        "since": filters.since,
+        "until": filters.until,
+        "series": [
+            {"gpu": gpu, "provider": provider, "pricing": pricing, "points": points}
+            for (gpu, provider, pricing), points in series.items()
+        ],
+    }
+
+
+def price_history_json(warehouse: Warehouse, query: HistoryQuery, now: datetime) -> bytes:
+    """The body of `GET /prices/history`, same fields as `price_history`, as JSON bytes.
+
+    The points come serialised from DuckDB, so a year of hourly buckets never becomes tens of
+    thousands of Python objects.
+    """
+    filters = _filters(query, now)
+    with warehouse.cursor() as cur:
+        series = h.price_history_json(cur, filters)
+    body = {
+        "gpu": query.gpu,
+        "gpus": sorted(filters.scope.gpus or ()),
+        "interval": query.interval,
+        "since": filters.since.astimezone(UTC),
+        "until": filters.until.astimezone(UTC),
+        "series": [
+            {
+                "gpu": gpu,
+                "provider": provider,
+                "pricing": pricing,
+                "points": orjson.Fragment(points),
+            }
+            for gpu, provider, pricing, points in series
+        ],
+    }
+    return orjson.dumps(body, option=orjson.OPT_UTC_Z)
+
+
+def check_as_of(as_of: datetime, now: datetime, retention: timedelta) -> None:
+    """Raw snapshots older than the retention window are pruned: say so instead of answering []."""
+    if as_of > now:
+        raise PipelineError(f"as_of {as_of.isoformat()} is in the future")
+    if as_of < now - retention:
+        raise PipelineError(
+            f"as_of {as_of.isoformat()} is older than the retention window "
+            f"({retention.days} days, GPUPRICES_RETENTION): raw snapshots that old are pruned; "
+            "use /prices/history for older prices"
+        )
+
+
+def snapshots_as_of(warehouse: Warehouse, as_of: datetime) -> list[dict[str, Any]]:
+    with warehouse.cursor() as cur:
+        return h.snapshot_times(cur, as_of)
+
+
+def _export(warehouse: Warehouse, sql: str, params: list[Any], fmt: ExportFormat) -> bytes:
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / f"export.{fmt}"
+        with warehouse.cursor() as cur:
+            h.export_query(cur, sql, params, target, fmt)
+        return target.read_bytes()
+
+
+def export_offers(warehouse: Warehouse, query: OfferQuery, fmt: ExportFormat) -> bytes:
+    """The offers `/offers` would list, as CSV or Parquet bytes."""
+    sql, params = offers_sql(query.filters())
+    return _export(warehouse, sql, params, fmt)
+
+
+def export_history(
+    warehouse: Warehouse, query: HistoryQuery, now: datetime, fmt: ExportFormat
+) -> bytes:
+    """The history points, one row per (gpu, provider, pricing, bucket)."""
+    sql, params = h.history_sql(_filters(query, now))
+    return _export(warehouse, sql, params, fmt)
+
+
+def export_partitioned(warehouse: Warehouse, since: datetime, until: datetime, target: Path) -> int:
+    """Raw observations as Hive-partitioned Parquet under `target`; returns the row count."""
+    if since >= until:
+        raise PipelineError("--since must be before --until")
+    target.mkdir(parents=True, exist_ok=True)
+    with warehouse.cursor() as cur:
+        return h.copy_partitioned_parquet(cur, since, until, target)
+
+
+def prune(warehouse: Warehouse, now: datetime, retention: timedelta) -> dict[str, int]:
+    """Drop raw observations older than `retention` (their summaries are kept)."""
+    with warehouse.transaction() as conn:
+        deleted = h.prune_before(conn, now - retention)
+    with warehouse.cursor() as cur:
+        cur.execute("CHECKPOINT")  # lets DuckDB reuse the freed blocks: the file stops growing
+    return deleted

@@ -1,0 +1,77 @@
+"""Current offers, as the CLI and the API ask for them: names validated, then one query."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import AwareDatetime, Field
+
+from pipeline.base import provider_module
+from pipeline.catalog import Catalog, GpuSpec, Resolution, get_catalog
+from pipeline.market.scope import OfferScope, resolve
+from warehouse import OfferFilters, Warehouse
+from warehouse import offers as wo
+from warehouse import queries as q
+from warehouse.offers import SortKey
+
+__all__ = [
+    "OfferQuery",
+    "current_offers",
+    "gpu_specs",
+    "provider_runs",
+    "resolve_gpu",
+    "unknown_gpus",
+]
+
+class OfferQuery(OfferScope):
+    """A question about offers: which (the scope), in what order, how many, as of when."""
+
+    sort: SortKey = Field("price_per_gpu_hour", description="Cheapest first by this price")
+    limit: int | None = Field(None, ge=1, le=100_000, description="Most offers to return")
+    as_of: AwareDatetime | None = Field(
+        None, description="ISO 8601 time: each provider's last snapshot at or before it"
+    )
+
+    def filters(self, catalog: Catalog | None = None) -> OfferFilters:
+        """Validated warehouse filters (unknown GPU, provider or place raise)."""
+        return resolve(self, catalog, sort=self.sort, limit=self.limit, as_of=self.as_of)
+
+
+def current_offers(
+    warehouse: Warehouse, query: OfferQuery, catalog: Catalog | None = None
+) -> list[dict[str, Any]]:
+    """Offers of each provider's latest good snapshot (or as of `query.as_of`), cheapest first:
+    one query (a serving process answers from memory: `pipeline.market.serving.OfferServer`)."""
+    filters = query.filters(catalog)
+    with warehouse.cursor() as cur:
+        return wo.latest_offers(cur, filters)
+
+
+def unknown_gpus(warehouse: Warehouse) -> list[dict[str, Any]]:
+    with warehouse.cursor() as cur:
+        return q.unknown_gpus(cur)
+
+
+def provider_runs(warehouse: Warehouse) -> list[dict[str, Any]]:
+    with warehouse.cursor() as cur:
+        return q.latest_runs(cur)
+
+
+def gpu_specs(catalog: Catalog | None = None) -> list[GpuSpec]:
+    return (catalog or get_catalog()).specs()
+
+
+def resolve_gpu(name: str, catalog: Catalog | None = None) -> tuple[Resolution, frozenset[str]]:
+    """How a provider spelling resolves, and which ids the same text means as a `gpu=` filter."""
+    cat = catalog or get_catalog()
+    return cat.resolve(name), cat.ids_for_query(name)
+
+
+def quality_report(warehouse: Warehouse, provider: str | None, limit: int) -> dict[str, Any]:
+    """Quarantined records (newest first) and how many are in each latest snapshot."""
+    if provider is not None:
+        provider_module(provider)
+    with warehouse.cursor() as cur:
+        records = q.quarantined(cur, provider, limit)
+        latest = q.quarantine_counts(cur)
+    return {"latest": latest, "records": records, "count": len(records)}

@@ -1,0 +1,426 @@
+"""The fine-tuning workload and its GPU memory: per GPU, on N GPUs, and the fewest GPUs that fit.
+
+Pure functions over frozen dataclasses; no I/O. Every constant cites its section of
+`shared/reference/workload-model.md` (the research note with the primary sources). Memory is in
+GiB (2^30 bytes) throughout, as PyTorch and nvidia-smi print it (section 1).
+
+    M_gpu = 1.05·(weights + gradients + optimizer) + 1.15·(activations + logits + gathers) + 0.75
+
+FLOPs, hours, cost and the ranking of offers are in `pipeline.workload.ranking`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from typing import Any, Literal, get_args
+
+from pipeline.errors import WorkloadError
+from pipeline.workload.architectures import (
+    Architecture,
+    fallback_architecture,
+    from_config,
+    lookup_model,
+)
+
+__all__ = [
+    "GIB",
+    "GPU_COUNTS",
+    "Fit",
+    "GpuType",
+    "MemoryBreakdown",
+    "MemoryEstimate",
+    "Method",
+    "Optimizer",
+    "Precision",
+    "Profile",
+    "Workload",
+    "estimate_memory",
+    "min_gpus",
+    "parse_tokens",
+    "precision_problem",
+    "usable_vram_gib",
+]
+
+Method = Literal["full", "lora", "qlora"]
+Precision = Literal["bf16", "fp16"]
+Optimizer = Literal["adamw", "adamw_8bit", "paged_adamw"]
+Profile = Literal["hf", "fused"]
+ZeroStage = Literal[0, 1, 2, 3]
+Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
+
+GIB = 2**30
+MAX_SEQ_LEN = 1 << 20
+GPU_COUNTS: tuple[int, ...] = (1, 2, 4, *range(8, 1025, 8))
+"""Offer sizes: 1, 2, 4, 8, then multiples of 8 (one node holds 8; section 3.8) up to 1024."""
+
+# Section 3.1 (Transformer Math 101; ZeRO, arXiv:1910.02054): bytes per parameter.
+BYTES_16BIT = 2  # bf16/fp16 weights and gradients
+ADAM_BYTES = {"adamw": 12, "adamw_8bit": 6, "paged_adamw": 12}
+"""Mixed precision: fp32 master 4 + m 4 + v 4 = ZeRO's K = 12; 8-bit Adam 4 + 1 + 1. Paged
+optimizers only spill under pressure: a safety valve, not a saving (section 3.1)."""
+PURE_BF16_ADAM_BYTES = {"adamw": 4, "adamw_8bit": 2, "paged_adamw": 4}
+"""No fp32 master copy (LLaMA-Factory `pure_bf16`, torchtune): bf16 m, v (section 3.1)."""
+# Section 3.3: PEFT keeps adapters in fp32: weights 4 + grads 4 + Adam 8 (8-bit Adam: 2).
+ADAPTER_WEIGHT_BYTES = 4
+ADAPTER_GRAD_BYTES = 4
+ADAPTER_ADAM_BYTES = {"adamw": 8, "adamw_8bit": 2, "paged_adamw": 8}
+NF4_BITS_PER_PARAM = 4.127
+"""Section 3.4 (QLoRA, arXiv:2305.14314): 4-bit NF4 + double-quantized constants (0.127 bit)."""
+BITS_PER_BYTE = 8
+
+# Section 3.5 (Korthikanti et al., arXiv:2205.05198, recounted for SwiGLU/RMSNorm/GQA blocks).
+ACT_BYTES_PER_HIDDEN = 16  # a_tok = 16·h + 4·h_kv + 8·I bytes per token per layer
+ACT_BYTES_PER_KV_HIDDEN = 4
+ACT_BYTES_PER_INTERMEDIATE = 8
+FUSED_ACTIVATION_FACTOR = 0.5  # fused RMSNorm/SwiGLU (Liger, unsloth, torch.compile)
+CKPT_INPUT_BYTES = 2  # checkpointing keeps each layer's bf16 input: 2·h per token per layer
+ATTENTION_SCORE_BYTES = 5  # 5·a·s/h term, only without FlashAttention (V100, T4, MI250)
+# Section 3.6: logits and loss buffer, bytes per token per vocabulary entry.
+LOGIT_BYTES: dict[str, float] = {"hf": 12, "fused": 1}
+# Section 3.2: ZeRO-3/FSDP keep one layer computing and one prefetched, 2 bytes per param.
+GATHERED_LAYERS = 2
+# Section 3 (fitted on the measured cases, section 6).
+STATIC_FACTOR = 1.05
+DYNAMIC_FACTOR = 1.15
+CUDA_CONTEXT_GIB = 0.75
+# Section 3.8: usable VRAM is 95% of the nominal size (ECC and driver reservations).
+USABLE_VRAM_FRACTION = 0.95
+
+_TOKEN_SUFFIX = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
+
+
+def parse_tokens(value: int | float | str) -> int:
+    """`50M`, `1.5B`, `200k`, `2e8` or a plain number of training tokens (dataset × epochs)."""
+    if isinstance(value, bool):
+        raise WorkloadError("tokens", f"must be a number of tokens, got {value!r}")
+    if isinstance(value, int | float):
+        number = float(value)
+    else:
+        match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([kKmMbBgGtT]?)\s*", value)
+        try:
+            number = (
+                float(match.group(1)) * _TOKEN_SUFFIX[match.group(2).lower()] if match else math.nan
+            )
+        except ValueError:
+            number = math.nan
+        if math.isnan(number):
+            raise WorkloadError("tokens", f"'{value}' is not a token count like 50M or 1.5B")
+    if not math.isfinite(number) or number <= 0:
+        raise WorkloadError("tokens", f"must be positive, got {value!r}")
+    return round(number)
+
+
+def _check_choice(name: str, value: object, allowed: tuple[object, ...]) -> None:
+    if value not in allowed:
+        raise WorkloadError(name, f"must be one of {', '.join(map(str, allowed))}, got {value!r}")
+
+
+def _check_count(name: str, value: object, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise WorkloadError(name, f"must be an integer from {low} to {high}, got {value!r}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workload:
+    """One fine-tuning job; defaults are those of section 2 (checkpointing on, LoRA r = 16)."""
+
+    arch: Architecture
+    method: Method
+    precision: Precision = "bf16"
+    seq_len: int = 2048
+    micro_batch: int = 1
+    grad_ckpt: bool = True
+    optimizer: Optimizer = "adamw"
+    lora_rank: int = 16
+    profile: Profile = "hf"
+    tokens: int | None = None
+    pure_bf16: bool = False
+
+    def __post_init__(self) -> None:
+        _check_choice("method", self.method, get_args(Method))
+        _check_choice("precision", self.precision, get_args(Precision))
+        _check_choice("optimizer", self.optimizer, get_args(Optimizer))
+        _check_choice("profile", self.profile, get_args(Profile))
+        _check_count("seq_len", self.seq_len, 1, MAX_SEQ_LEN)
+        _check_count("micro_batch", self.micro_batch, 1, 4096)
+        _check_count("lora_rank", self.lora_rank, 1, 65536)
+        if self.tokens is not None:
+            _check_count("tokens", self.tokens, 1, 10**16)
+        if self.pure_bf16 and self.precision != "bf16":
+            raise WorkloadError("pure_bf16", "needs precision bf16")
+        if not self.arch.params > 0:
+            raise WorkloadError("params_b", "must be positive")
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        model: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        params_b: float | None = None,
+        method: Method,
+        **options: Any,
+    ) -> Workload:
+        """From exactly one of a known model name, a parsed `config.json` or a size in B."""
+        if sum(source is not None for source in (model, config, params_b)) != 1:
+            raise WorkloadError("model", "give exactly one of model, config or params_b")
+        if model is not None:
+            arch = lookup_model(model)
+        elif config is not None:
+            arch = from_config(config)
+        else:
+            arch = fallback_architecture(float(params_b))  # type: ignore[arg-type]
+        if "tokens" in options and options["tokens"] is not None:
+            options["tokens"] = parse_tokens(options["tokens"])
+        return cls(arch=arch, method=method, **options)
+
+    @property
+    def trainable_params(self) -> float:
+        return self.arch.params if self.method == "full" else self.arch.lora_params(self.lora_rank)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBreakdown:
+    """GiB per GPU; the six parts add up to the total. `weights` includes ZeRO-3/FSDP gathers."""
+
+    weights: float
+    gradients: float
+    optimizer: float
+    activations: float
+    logits: float
+    overhead: float
+
+    @property
+    def total(self) -> float:
+        # sum(astuple(self)), in the same order, without astuple's deep copy (hot in ranking)
+        return float(
+            0
+            + self.weights
+            + self.gradients
+            + self.optimizer
+            + self.activations
+            + self.logits
+            + self.overhead
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryEstimate:
+    n_gpus: int
+    sharding: Sharding
+    per_gpu_gib: float
+    breakdown: MemoryBreakdown
+    states_gib: float
+    """Model states only (weights + gradients + optimizer, sharded), before any factor."""
+    floor_gib: float
+    """What no number of GPUs removes: context plus the per-GPU activations and logits."""
+
+
+def _states_bytes(
+    w: Workload, n: int, stage: ZeroStage
+) -> tuple[float, float, float, Sharding, bool]:
+    """Weights, gradients, optimizer bytes per GPU; the sharding; whether layers are gathered."""
+    a = w.arch
+    if w.method == "full":
+        adam = (PURE_BF16_ADAM_BYTES if w.pure_bf16 else ADAM_BYTES)[w.optimizer]
+        weights, grads, optim = BYTES_16BIT * a.params, BYTES_16BIT * a.params, adam * a.params
+        if n == 1:
+            return weights, grads, optim, "none", False
+        # Section 3.2, ZeRO paper table: stage 1 shards the optimizer, 2 also the gradients,
+        # 3 (= FSDP FULL_SHARD, the default) also the parameters.
+        sharding: Sharding = ("ddp", "zero1", "zero2", "zero3")[stage]
+        return (
+            weights / n if stage >= 3 else weights,
+            grads / n if stage >= 2 else grads,
+            optim / n if stage >= 1 else optim,
+            sharding,
+            stage >= 3,
+        )
+    if w.method == "lora":
+        base = BYTES_16BIT * a.params
+    else:  # qlora: NF4 linear layers, 16-bit embeddings/lm_head/norms (section 3.4)
+        base = a.linear_params * NF4_BITS_PER_PARAM / BITS_PER_BYTE + BYTES_16BIT * a.other_params
+    adapters = w.arch.lora_params(w.lora_rank)
+    weights = base + ADAPTER_WEIGHT_BYTES * adapters
+    grads = ADAPTER_GRAD_BYTES * adapters
+    optim = ADAPTER_ADAM_BYTES[w.optimizer] * adapters
+    if n == 1:
+        return weights, grads, optim, "none", False
+    # Sections 3.3 and 3.8: LoRA/QLoRA on N > 1 assume FSDP sharding of base and adapters.
+    return weights / n, grads / n, optim / n, "fsdp", True
+
+
+def _activation_bytes(w: Workload, flash_attention: bool) -> float:
+    a = w.arch
+    per_token_layer = (
+        ACT_BYTES_PER_HIDDEN * a.hidden
+        + ACT_BYTES_PER_KV_HIDDEN * a.kv_hidden
+        + ACT_BYTES_PER_INTERMEDIATE * a.intermediate
+    )
+    if w.profile == "fused":
+        per_token_layer *= FUSED_ACTIVATION_FACTOR
+    tokens = w.micro_batch * w.seq_len
+    stored_layers = 1 if w.grad_ckpt else a.layers  # checkpointing recomputes one layer at a time
+    act = tokens * stored_layers * per_token_layer
+    if w.grad_ckpt:
+        act += tokens * CKPT_INPUT_BYTES * a.hidden * a.layers
+    if not flash_attention:  # the materialized s × s scores per head (Korthikanti's 5·a·s/h)
+        act += (
+            stored_layers * ATTENTION_SCORE_BYTES * a.heads * w.seq_len * w.seq_len * w.micro_batch
+        )
+    return act
+
+
+def estimate_memory(
+    w: Workload, n_gpus: int = 1, *, zero_stage: ZeroStage = 3, flash_attention: bool = True
+) -> MemoryEstimate:
+    """GiB per GPU when the job runs on `n_gpus` GPUs (full FT on N > 1: ZeRO-`zero_stage`)."""
+    _check_count("gpus", n_gpus, 1, max(GPU_COUNTS))
+    return _estimate_memory(w, n_gpus, zero_stage, flash_attention)
+
+
+@lru_cache(maxsize=4096)
+def _estimate_memory(
+    w: Workload, n_gpus: int, zero_stage: ZeroStage, flash_attention: bool
+) -> MemoryEstimate:
+    """Pure, and asked again and again by `min_gpus` (every GPU type, count and alternative
+    workload of a ranking): kept per (workload, count, ZeRO stage, attention kernel)."""
+    weights, grads, optim, sharding, gathered = _states_bytes(w, n_gpus, zero_stage)
+    gathers = GATHERED_LAYERS * BYTES_16BIT * w.arch.params / w.arch.layers if gathered else 0.0
+    acts = _activation_bytes(w, flash_attention)
+    logits = w.micro_batch * w.seq_len * w.arch.vocab * LOGIT_BYTES[w.profile]
+    static = weights + grads + optim
+    dynamic = acts + logits + gathers
+    overhead = (
+        (STATIC_FACTOR - 1) * static + (DYNAMIC_FACTOR - 1) * dynamic + CUDA_CONTEXT_GIB * GIB
+    )
+    breakdown = MemoryBreakdown(
+        weights=(weights + gathers) / GIB,
+        gradients=grads / GIB,
+        optimizer=optim / GIB,
+        activations=acts / GIB,
+        logits=logits / GIB,
+        overhead=overhead / GIB,
+    )
+    floor = (DYNAMIC_FACTOR * (acts + logits)) / GIB + CUDA_CONTEXT_GIB
+    return MemoryEstimate(n_gpus, sharding, breakdown.total, breakdown, static / GIB, floor)
+
+
+@dataclass(frozen=True, slots=True)
+class GpuType:
+    """What the workload model needs of a GPU; build it from a catalog row with `from_variant`."""
+
+    id: str
+    family: str
+    vram_gb: float
+    bf16_tflops: float | None
+    fp16_tflops: float | None
+    nvlink: bool
+    flash_attention: bool = True
+    devices_per_gpu: int = 1
+    """MI250/MI250X appear to software as 2 GPUs of 64 GB each (section 5)."""
+
+
+def usable_vram_gib(gpu: GpuType) -> float:
+    return USABLE_VRAM_FRACTION * gpu.vram_gb
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    """The fewest GPUs of one type that hold the job, or why none do and what would help."""
+
+    gpu: str
+    n_gpus: int | None
+    memory: MemoryEstimate
+    """At `n_gpus` when it fits, else on as many GPUs as were tried."""
+    usable_gib: float
+    reason: str | None = None
+    suggestions: tuple[str, ...] = field(default=())
+
+    @property
+    def feasible(self) -> bool:
+        return self.n_gpus is not None
+
+    @property
+    def headroom(self) -> float:
+        return 1 - self.memory.per_gpu_gib / self.usable_gib
+
+
+def precision_problem(w: Workload, gpu: GpuType) -> str | None:
+    """Why `gpu` cannot run `w` at its precision: no BF16 on V100 and T4 (section 1)."""
+    if w.precision == "bf16" and not gpu.bf16_tflops and gpu.fp16_tflops:
+        return f"{gpu.id} has no BF16; use precision fp16"
+    return None
+
+
+def _smallest_fit(w: Workload, gpu: GpuType, max_gpus: int) -> Fit:
+    usable = usable_vram_gib(gpu)
+    memory = estimate_memory(w, 1, flash_attention=gpu.flash_attention)
+    if memory.floor_gib > usable:
+        reason = (
+            f"activations and logits alone need {memory.floor_gib:.1f} GiB per GPU at seq_len "
+            f"{w.seq_len}, micro_batch {w.micro_batch}; {gpu.id} has {usable:.1f} GiB usable"
+        )
+        return Fit(gpu.id, None, memory, usable, reason)
+    for n in GPU_COUNTS:
+        if n > max_gpus:
+            break
+        memory = estimate_memory(w, n, flash_attention=gpu.flash_attention)
+        if memory.per_gpu_gib <= usable:
+            return Fit(gpu.id, n, memory, usable)
+    reason = (
+        f"needs {memory.per_gpu_gib:.1f} GiB per GPU even on {memory.n_gpus} × {gpu.id} "
+        f"({usable:.1f} GiB usable)"
+    )
+    return Fit(gpu.id, None, memory, usable, reason)
+
+
+def _alternatives(w: Workload) -> list[tuple[str, Workload]]:
+    options: list[tuple[str, Workload]] = []
+    if not w.grad_ckpt:
+        options.append(("turn on gradient checkpointing", replace(w, grad_ckpt=True)))
+    if w.micro_batch > 1:
+        options.append(("micro_batch 1 with gradient accumulation", replace(w, micro_batch=1)))
+    if w.profile == "hf":
+        options.append(
+            ("profile fused (unsloth, Liger or torchtune kernels)", replace(w, profile="fused"))
+        )
+    if w.method == "full" and w.optimizer != "adamw_8bit":
+        options.append(("optimizer adamw_8bit", replace(w, optimizer="adamw_8bit")))
+    if w.method == "full":
+        options.append(("method lora", replace(w, method="lora")))
+    if w.method != "qlora":
+        options.append(("method qlora", replace(w, method="qlora")))
+    seq_len = w.seq_len // 2
+    while seq_len >= 256:
+        options.append((f"seq_len {seq_len}", replace(w, seq_len=seq_len)))
+        seq_len //= 2
+    return options
+
+
+def min_gpus(w: Workload, gpu: GpuType, *, max_gpus: int = max(GPU_COUNTS)) -> Fit:
+    """The smallest N in 1, 2, 4, 8, 16, … that fits (section 3.8), or why none does.
+
+    An infeasible fit lists the single changes that would make it fit, each with its N.
+    """
+    fit = _smallest_fit(w, gpu, max_gpus)
+    problem = precision_problem(w, gpu)
+    if problem:
+        fp16 = (f"precision fp16: {fit.n_gpus} × {gpu.id}",) if fit.n_gpus else ()
+        return replace(fit, n_gpus=None, reason=problem, suggestions=fp16)
+    if fit.feasible:
+        return fit
+    helps: list[str] = []
+    for label, alternative in _alternatives(w):
+        other = _smallest_fit(alternative, gpu, max_gpus)
+        if other.n_gpus is not None:
+            helps.append(f"{label}: {other.n_gpus} × {gpu.id}")
+            if label.startswith("seq_len"):
+                break  # the longest sequence that fits is enough
+    return replace(
+        fit, suggestions=tuple(helps) or (f"a GPU with more than {fit.usable_gib:.0f} GiB",)
+    )
