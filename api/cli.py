@@ -316,7 +316,8 @@ def gpus(
         )
         return
     table = Table(title=f"{len(specs)} GPUs")
-    for column in ("id", "family", "vram GB", "form factors", "bf16 TFLOPs", "mem BW GB/s"):
+    columns = ("id", "family", "vram GB", "form factors", "bf16", "bf16 TFLOPs", "fp16 TFLOPs")
+    for column in (*columns, "mem BW GB/s"):
         table.add_column(column)
     for spec in specs:
         table.add_row(
@@ -324,7 +325,9 @@ def gpus(
             spec["family"],
             _cell(spec["vram_gb"]),
             ", ".join(spec["form_factors"]) or "-",
+            "yes" if spec["bf16"] else "no (fp16)",
             _cell(spec["bf16_tflops_dense"]),
+            _cell(spec["fp16_tflops_dense"]),
             _cell(spec["mem_bw_gbps"]),
         )
     out.print(table)
