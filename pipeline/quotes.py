@@ -16,8 +16,10 @@ from pipeline.workload import (
     MemoryEstimate,
     Workload,
     estimate_memory,
+    fp16_note,
     min_gpus,
     precision_problem,
+    runs_in_fp16,
     usable_vram_gib,
 )
 from scrapers.models import Pricing
@@ -135,6 +137,8 @@ def check_hardware(
     memory = estimate_memory(w, devices, flash_attention=kind.flash_attention)
     usable = usable_vram_gib(kind)
     reason = precision_problem(w, kind)
+    if runs_in_fp16(w, kind):
+        notes = (*notes, fp16_note(kind))
     if reason is None and memory.per_gpu_gib > usable:
         reason = f"needs {memory.per_gpu_gib:.1f} GiB per GPU, {usable:.1f} GiB usable"
         reason += f"; fits on {fewest} × {variant.id}" if fewest else f"; {minimum.reason}"

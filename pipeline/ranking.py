@@ -21,8 +21,11 @@ from pipeline.workload import (
     GpuType,
     Workload,
     estimate_memory,
+    fp16_note,
     min_gpus,
+    peak_tflops,
     precision_problem,
+    runs_in_fp16,
     usable_vram_gib,
 )
 
@@ -126,7 +129,7 @@ class HoursEstimate:
 
 def estimate_hours(w: Workload, gpu: GpuType, n: int) -> HoursEstimate | None:
     """Wall hours on `n` GPUs (devices) of `gpu`; None without tokens or a published peak."""
-    peak = gpu.bf16_tflops if w.precision == "bf16" else gpu.fp16_tflops
+    peak = peak_tflops(w, gpu)
     if w.tokens is None or not peak:
         return None
     u = UTILIZATION.get(gpu.family, DEFAULT_UTILIZATION)
@@ -230,7 +233,9 @@ class _Planner:
         problem = precision_problem(self.w, gpu)
         if problem:
             return _Plan(None, 0, 0, (), problem)
-        if not (gpu.bf16_tflops if self.w.precision == "bf16" else gpu.fp16_tflops):
+        if runs_in_fp16(self.w, gpu):
+            notes = (*notes, fp16_note(gpu))
+        if not peak_tflops(self.w, gpu):
             return _Plan(None, 0, 0, (), f"no published dense TFLOPs for {gpu.id}; hours unknown")
         n = count * gpu.devices_per_gpu
         if n > max(GPU_COUNTS):

@@ -1,7 +1,8 @@
 """The catalog against GPU names recorded from real Vast.ai answers.
 
-tests/fixtures/vastai_gpu_names.json cites where each list comes from: offers of SkyPilot's Vast.ai catalog (built from live
-`vastai search offers` answers) and the gpu_name list of a Vast.ai console search.
+tests/fixtures/vastai_gpu_names.json cites where each list comes from: offers of SkyPilot's
+Vast.ai catalog (built from live `vastai search offers` answers) and the gpu_name list of a
+Vast.ai console search.
 """
 
 from __future__ import annotations
