@@ -117,3 +117,56 @@ def test_every_console_gpu_name_but_pre_pascal_mining_and_rare_cards_is_known():
 )
 def test_vastai_spellings_resolve_with_the_vram_the_offer_reports(name, vram_gb, gpu):
     assert CATALOG.resolve(name, vram_gb).gpu == gpu
+
+
+# RunPod's documented GPU types: (GPU id, display name, memory GB), from runpod/docs
+# references/gpu-types.mdx at commit 0a0dd1bc6444fc70d31017b82f38ca680873972a.
+RUNPOD_GPU_TYPES = [
+    ("AMD Instinct MI300X OAM", "MI300X", 192),
+    ("NVIDIA A100 80GB PCIe", "A100 PCIe", 80),
+    ("NVIDIA A100-SXM4-80GB", "A100 SXM", 80),
+    ("NVIDIA A30", "A30", 24),
+    ("NVIDIA A40", "A40", 48),
+    ("NVIDIA B200", "B200", 180),
+    ("NVIDIA GeForce RTX 3070", "RTX 3070", 8),
+    ("NVIDIA GeForce RTX 3080", "RTX 3080", 10),
+    ("NVIDIA GeForce RTX 3080 Ti", "RTX 3080 Ti", 12),
+    ("NVIDIA GeForce RTX 3090", "RTX 3090", 24),
+    ("NVIDIA GeForce RTX 3090 Ti", "RTX 3090 Ti", 24),
+    ("NVIDIA GeForce RTX 4070 Ti", "RTX 4070 Ti", 12),
+    ("NVIDIA GeForce RTX 4080", "RTX 4080", 16),
+    ("NVIDIA GeForce RTX 4080 SUPER", "RTX 4080 SUPER", 16),
+    ("NVIDIA GeForce RTX 4090", "RTX 4090", 24),
+    ("NVIDIA GeForce RTX 5080", "RTX 5080", 16),
+    ("NVIDIA GeForce RTX 5090", "RTX 5090", 32),
+    ("NVIDIA H100 80GB HBM3", "H100 SXM", 80),
+    ("NVIDIA H100 NVL", "H100 NVL", 94),
+    ("NVIDIA H100 PCIe", "H100 PCIe", 80),
+    ("NVIDIA H200", "H200 SXM", 141),
+    ("NVIDIA L4", "L4", 24),
+    ("NVIDIA L40", "L40", 48),
+    ("NVIDIA L40S", "L40S", 48),
+    ("NVIDIA RTX 2000 Ada Generation", "RTX 2000 Ada", 16),
+    ("NVIDIA RTX 4000 Ada Generation", "RTX 4000 Ada", 20),
+    ("NVIDIA RTX 4000 SFF Ada Generation", "RTX 4000 Ada SFF", 20),
+    ("NVIDIA RTX 5000 Ada Generation", "RTX 5000 Ada", 32),
+    ("NVIDIA RTX 6000 Ada Generation", "RTX 6000 Ada", 48),
+    ("NVIDIA RTX A2000", "RTX A2000", 6),
+    ("NVIDIA RTX A4000", "RTX A4000", 16),
+    ("NVIDIA RTX A4500", "RTX A4500", 20),
+    ("NVIDIA RTX A5000", "RTX A5000", 24),
+    ("NVIDIA RTX A6000", "RTX A6000", 48),
+    ("Tesla V100-FHHL-16GB", "V100 FHHL", 16),
+    ("Tesla V100-PCIE-16GB", "Tesla V100", 16),
+    ("Tesla V100-SXM2-16GB", "V100 SXM2", 16),
+    ("Tesla V100-SXM2-32GB", "V100 SXM2 32GB", 32),
+]
+
+
+@pytest.mark.parametrize(("gpu_id", "display_name", "memory_gb"), RUNPOD_GPU_TYPES)
+def test_every_documented_runpod_gpu_id_and_its_display_name_resolve_alike(
+    gpu_id, display_name, memory_gb
+):
+    by_id, by_name = CATALOG.resolve(gpu_id, memory_gb), CATALOG.resolve(display_name, memory_gb)
+    assert by_id.gpu is not None and by_id.gpu == by_name.gpu
+    assert by_name.form_factor in (None, by_id.form_factor)
