@@ -226,3 +226,10 @@ def test_the_catalog_covers_consumer_and_workstation_cards():
         "Titan RTX",
     ]:
         assert gpu_id in CATALOG.ids
+
+
+def test_a_consumer_family_query_means_every_size_and_nothing_that_only_looks_alike():
+    assert CATALOG.ids_for_query("RTX 3080") == {"RTX 3080-10GB", "RTX 3080-12GB"}
+    assert CATALOG.ids_for_query("GeForce RTX 4090") == {"RTX 4090"}
+    assert CATALOG.ids_for_query("RTX 4070") == {"RTX 4070"}
+    assert CATALOG.ids_for_query("RTX PRO 6000") == {"RTX PRO 6000"}
