@@ -9,6 +9,7 @@ from typing import Any
 from pipeline.catalog import Catalog, GpuVariant, get_catalog
 from pipeline.errors import WorkloadError
 from pipeline.offers import OfferQuery, current_offers
+from pipeline.precision import fp16_note, runs_in_fp16
 from pipeline.ranking import HoursEstimate, Ranking, estimate_hours, gpu_type, rank_offers
 from pipeline.workload import (
     GPU_COUNTS,
@@ -16,10 +17,8 @@ from pipeline.workload import (
     MemoryEstimate,
     Workload,
     estimate_memory,
-    fp16_note,
     min_gpus,
     precision_problem,
-    runs_in_fp16,
     usable_vram_gib,
 )
 from scrapers.models import Pricing

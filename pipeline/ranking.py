@@ -16,16 +16,14 @@ from typing import Any
 
 from pipeline.catalog import Catalog, GpuVariant
 from pipeline.errors import WorkloadError
+from pipeline.precision import fp16_note, peak_tflops, runs_in_fp16
 from pipeline.workload import (
     GPU_COUNTS,
     GpuType,
     Workload,
     estimate_memory,
-    fp16_note,
     min_gpus,
-    peak_tflops,
     precision_problem,
-    runs_in_fp16,
     usable_vram_gib,
 )
 

@@ -20,6 +20,7 @@ from typing import Any, Literal, get_args
 
 from pipeline.architectures import Architecture, fallback_architecture, from_config, lookup_model
 from pipeline.errors import WorkloadError
+from pipeline.precision import lacks_bf16
 
 __all__ = [
     "GIB",
@@ -34,12 +35,9 @@ __all__ = [
     "Profile",
     "Workload",
     "estimate_memory",
-    "fp16_note",
     "min_gpus",
     "parse_tokens",
-    "peak_tflops",
     "precision_problem",
-    "runs_in_fp16",
     "usable_vram_gib",
 ]
 
@@ -348,30 +346,9 @@ class Fit:
         return 1 - self.memory.per_gpu_gib / self.usable_gib
 
 
-def _lacks_bf16(gpu: GpuType) -> bool:
-    return not gpu.bf16_tflops and bool(gpu.fp16_tflops)
-
-
-def runs_in_fp16(w: Workload, gpu: GpuType) -> bool:
-    """A BF16 job on a card without BF16 (V100, T4, Turing, Pascal) trains in FP16 with loss
-    scaling (section 1): FP32 master weights either way, so the memory is the same, the peak is
-    the FP16 one. Pure-BF16 weights have no such fallback."""
-    return w.precision == "bf16" and not w.pure_bf16 and _lacks_bf16(gpu)
-
-
-def fp16_note(gpu: GpuType) -> str:
-    return f"precision fp16 with loss scaling: {gpu.id} has no BF16"
-
-
-def peak_tflops(w: Workload, gpu: GpuType) -> float | None:
-    """The dense peak `w` runs at on `gpu`, at the precision it runs in there."""
-    bf16 = w.precision == "bf16" and not runs_in_fp16(w, gpu)
-    return gpu.bf16_tflops if bf16 else gpu.fp16_tflops
-
-
 def precision_problem(w: Workload, gpu: GpuType) -> str | None:
     """Why `gpu` cannot run `w` at its precision: pure-BF16 weights on a card without BF16."""
-    if w.precision == "bf16" and w.pure_bf16 and _lacks_bf16(gpu):
+    if w.precision == "bf16" and w.pure_bf16 and lacks_bf16(gpu):
         return f"{gpu.id} has no BF16 for pure-BF16 weights; use precision fp16"
     return None
 

@@ -21,6 +21,7 @@ from pipeline.architectures import (
 )
 from pipeline.catalog import get_catalog
 from pipeline.errors import PipelineError, WorkloadError
+from pipeline.precision import peak_tflops, runs_in_fp16
 from pipeline.ranking import (
     FIXED_HOURS,
     SPOT_RISK,
@@ -37,8 +38,6 @@ from pipeline.workload import (
     estimate_memory,
     min_gpus,
     parse_tokens,
-    peak_tflops,
-    runs_in_fp16,
 )
 from tests.conftest import FIXTURES
 
