@@ -1,39 +1,38 @@
 """The GPU catalog (a data file) and the resolver from provider spellings to canonical ids.
 
-Names are compared as sets of tokens after normalization (case, punctuation, "80 GB" → "80gb",
-vendor words dropped), never as substrings: `RTX 4090D` is not `RTX 4090`, `GB200` is not `B200`.
-An alias may belong to several variants (`A100 SXM4` is 40 GB or 80 GB); the VRAM the provider
-reports then decides. SXM, PCIe and NVL variants of one id stay apart through `form_factor`.
+A name resolves by what it says (`pipeline.gpu_names`): its model words pick the catalog rows of
+that model, a stated memory (or the VRAM the provider reports) picks the nearest size within 10%,
+a stated form factor picks the SXM, PCIe or NVL variant. Never substrings: `RTX 4090D` is not
+`RTX 4090`, `GB200` is not `B200`, `A100X` is not `A100`, a laptop part is not the desktop card.
+An alias listed in the data file wins over that reading when it matches word for word (RunPod's
+`NVIDIA H100 80GB HBM3` is the SXM part). Unknown or ambiguous names give `gpu=None`.
 """
 
 from __future__ import annotations
 
 import csv
 import difflib
-import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
 from pipeline.errors import UnknownGpuError
+from pipeline.gpu_names import full_key, parse_name
 from scrapers.models import FormFactor
 
 __all__ = ["Catalog", "GpuSpec", "GpuVariant", "Resolution", "get_catalog", "name_key"]
 
-_VENDOR_WORDS = frozenset({"nvidia", "geforce", "tesla", "amd", "instinct"})
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*g(?:i?b)?\b")
-_NON_ALNUM = re.compile(r"[^a-z0-9.]+")
 VRAM_TOLERANCE = 0.1
-"""A reported VRAM within 10% of a variant's size matches it (24564 MiB is a 24 GB card)."""
+"""A memory within 10% of a size picks it (24564 MiB is a 24 GB card; B300 is 262-288 GB)."""
+_RESOLVE_CACHE_MAX = 65_536
+"""Distinct (name, VRAM) pairs remembered; a market has a few hundred."""
 
 
 def name_key(name: str) -> str:
-    """Order-insensitive key of a GPU name: `NVIDIA A100-SXM4-80GB` → `80gb a100 sxm4`."""
-    text = _SIZE.sub(r" \1gb ", name.lower())
-    tokens = {t for t in _NON_ALNUM.sub(" ", text).split() if t not in _VENDOR_WORDS}
-    return " ".join(sorted(tokens))
+    """Order-insensitive key of a GPU name's model words: `NVIDIA A100-SXM4-80GB` → `a100`."""
+    return parse_name(name).key
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +46,9 @@ class GpuVariant:
     form_factor: FormFactor | None
     bf16_tflops_dense: float | None
     fp16_tflops_dense: float | None
+    """Dense tensor FP16 with FP32 accumulate; on cards without fast FP16, the FP32 peak."""
+    bf16: bool
+    """Whether the card computes in BF16; without it, training runs FP16 with loss scaling."""
     mem_bw_gbps: float | None
     nvlink: str
     aliases: tuple[str, ...]
@@ -62,9 +64,12 @@ class GpuSpec:
     vendor: str
     vram_gb: float
     form_factors: tuple[str, ...]
+    bf16: bool
     bf16_tflops_dense: float | None
+    fp16_tflops_dense: float | None
     mem_bw_gbps: float | None
     aliases: tuple[str, ...]
+    source: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,22 +79,38 @@ class Resolution:
     vram_gb: float | None = None
 
 
+_UNKNOWN = Resolution(None, None)
+
+
 def _float_or_none(text: str) -> float | None:
     return float(text) if text.strip() else None
+
+
+def _nearest_size(variants: Sequence[GpuVariant], memory_gb: float) -> list[GpuVariant]:
+    """The variants of the size nearest `memory_gb`, if within `VRAM_TOLERANCE` of it."""
+    if not variants:
+        return []
+    nearest = min({v.vram_gb for v in variants}, key=lambda size: abs(size - memory_gb))
+    if abs(nearest - memory_gb) > VRAM_TOLERANCE * nearest:
+        return []
+    return [v for v in variants if v.vram_gb == nearest]
 
 
 class Catalog:
     def __init__(self, variants: Iterable[GpuVariant]) -> None:
         self.variants = tuple(variants)
-        self._by_alias: dict[str, list[GpuVariant]] = defaultdict(list)
+        self._exact: dict[str, list[GpuVariant]] = defaultdict(list)
+        self._by_model: dict[str, list[GpuVariant]] = defaultdict(list)
         self._ids_by_family: dict[str, set[str]] = defaultdict(set)
         for variant in self.variants:
-            for alias in {variant.id, *variant.aliases}:
-                key = name_key(alias)
-                if variant not in self._by_alias[key]:
-                    self._by_alias[key].append(variant)
-            self._ids_by_family[name_key(variant.family)].add(variant.id)
+            for alias in (variant.id, *variant.aliases):
+                keys = ((self._exact, full_key(alias)), (self._by_model, name_key(alias)))
+                for index, key in keys:
+                    if variant not in index[key]:
+                        index[key].append(variant)
+            self._ids_by_family[full_key(variant.family)].add(variant.id)
         self.ids = tuple(dict.fromkeys(v.id for v in self.variants))
+        self._resolved: dict[tuple[str, float | None], Resolution] = {}
 
     @classmethod
     def from_csv(cls, text: str) -> Catalog:
@@ -103,6 +124,7 @@ class Catalog:
                 form_factor=FormFactor(row["form_factor"]) if row["form_factor"] else None,
                 bf16_tflops_dense=_float_or_none(row["bf16_tflops_dense"]),
                 fp16_tflops_dense=_float_or_none(row["fp16_tflops_dense"]),
+                bf16=row["bf16"] == "yes",
                 mem_bw_gbps=_float_or_none(row["mem_bw_gbps"]),
                 nvlink=row["nvlink"],
                 aliases=tuple(a for a in row["aliases"].split("|") if a),
@@ -111,43 +133,70 @@ class Catalog:
             for row in rows
         )
 
+    def _candidates(self, name: str, vram_gb: float | None) -> list[GpuVariant]:
+        """The rows a name (and a reported VRAM) can mean; several ids when it is ambiguous."""
+        signature = parse_name(name)
+        exact = self._exact.get(full_key(name))
+        if exact:
+            candidates, memories = exact, (vram_gb,)
+        else:
+            candidates = self._by_model.get(signature.key, [])
+            if signature.form_factor is not None:
+                stated = [v for v in candidates if v.form_factor == signature.form_factor]
+                candidates = stated or [v for v in candidates if v.form_factor is None]
+            memories = (signature.memory_gb, vram_gb)
+        given = [m for m in memories if m is not None]
+        for memory in given:
+            sized = _nearest_size(candidates, memory)
+            if sized:
+                return sized
+        return [] if given else candidates
+
     def resolve(self, raw: str, vram_gb: float | None = None) -> Resolution:
         """Map a provider's spelling (and its reported VRAM, if any) to a canonical id.
 
         Unknown or ambiguous names give `gpu=None`: the offer is kept with its raw name.
+        Remembered per (name, VRAM): ingest asks the same few hundred questions again and again.
         """
-        candidates = self._by_alias.get(name_key(raw), [])
-        if vram_gb is not None:
-            candidates = [
-                v for v in candidates if abs(v.vram_gb - vram_gb) <= VRAM_TOLERANCE * v.vram_gb
-            ]
-        ids = {v.id for v in candidates}
-        if len(ids) != 1:
-            return Resolution(None, None)
+        key = (raw, vram_gb)
+        found = self._resolved.get(key)
+        if found is None:
+            if len(self._resolved) >= _RESOLVE_CACHE_MAX:
+                self._resolved.clear()
+            found = self._resolved[key] = self._resolve(raw, vram_gb)
+        return found
+
+    def _resolve(self, raw: str, vram_gb: float | None) -> Resolution:
+        candidates = self._candidates(raw, vram_gb)
+        if len({v.id for v in candidates}) != 1:
+            return _UNKNOWN
         form_factors = {v.form_factor for v in candidates}
-        form_factor = form_factors.pop() if len(form_factors) == 1 else None
+        if form_factors == {None}:
+            # A card the catalog keeps in one form (GH200, RTX cards): the name's word stands.
+            form_factor = parse_name(raw).form_factor
+        else:
+            form_factor = form_factors.pop() if len(form_factors) == 1 else None
         return Resolution(candidates[0].id, form_factor, candidates[0].vram_gb)
 
     def ids_for_query(self, name: str) -> frozenset[str]:
-        """The canonical ids a user's `gpu=` value means: a family, an id or any alias.
+        """The canonical ids a user's `gpu=` value means: a family, an id or any spelling.
 
         `A100` is the whole family (40 GB and 80 GB); `NVIDIA A100-SXM4-80GB` is `A100-80GB`.
         Raises `UnknownGpuError` naming the closest ids.
         """
-        key = name_key(name)
-        family = self._ids_by_family.get(key)
+        family = self._ids_by_family.get(full_key(name))
         if family:
             return frozenset(family)
-        candidates = self._by_alias.get(key)
+        candidates = self._candidates(name, None)
         if candidates:
             return frozenset(v.id for v in candidates)
         raise UnknownGpuError(name, self.closest(name))
 
     def closest(self, name: str, n: int = 3) -> list[str]:
-        by_key = {name_key(i): i for i in self.ids}
-        by_key.update({alias_key: variants[0].id for alias_key, variants in self._by_alias.items()})
-        matches = difflib.get_close_matches(name_key(name), list(by_key), n=n * 3, cutoff=0.4)
-        return list(dict.fromkeys(by_key[m] for m in matches))[:n]
+        """The ids whose spellings look most like `name` (for "did you mean" messages)."""
+        spellings = {a.lower(): v.id for v in reversed(self.variants) for a in (v.id, *v.aliases)}
+        matches = difflib.get_close_matches(name.lower(), list(spellings), n=n * 3, cutoff=0.4)
+        return list(dict.fromkeys(spellings[m] for m in matches))[:n]
 
     def variants_of(self, gpu_id: str) -> list[GpuVariant]:
         return [v for v in self.variants if v.id == gpu_id]
@@ -164,17 +213,19 @@ class Catalog:
                     vendor=first.vendor,
                     vram_gb=first.vram_gb,
                     form_factors=tuple(str(v.form_factor) for v in variants if v.form_factor),
-                    bf16_tflops_dense=max(
-                        (v.bf16_tflops_dense for v in variants if v.bf16_tflops_dense),
-                        default=None,
-                    ),
-                    mem_bw_gbps=max(
-                        (v.mem_bw_gbps for v in variants if v.mem_bw_gbps), default=None
-                    ),
+                    bf16=first.bf16,
+                    bf16_tflops_dense=_highest(v.bf16_tflops_dense for v in variants),
+                    fp16_tflops_dense=_highest(v.fp16_tflops_dense for v in variants),
+                    mem_bw_gbps=_highest(v.mem_bw_gbps for v in variants),
                     aliases=tuple(dict.fromkeys(a for v in variants for a in v.aliases)),
+                    source=first.source,
                 )
             )
         return specs
+
+
+def _highest(values: Iterable[float | None]) -> float | None:
+    return max((v for v in values if v), default=None)
 
 
 @cache

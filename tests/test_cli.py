@@ -110,6 +110,17 @@ def test_gpus_lists_the_catalog_as_json():
     assert {"A100-80GB", "H100-94GB", "H200-141GB"} <= ids
 
 
+def test_gpus_lists_consumer_and_workstation_cards_with_their_specs():
+    result = invoke("gpus", "--format", "csv")
+    assert result.exit_code == 0
+    rows = {row["id"]: row for row in csv.DictReader(io.StringIO(result.stdout))}
+    assert (rows["RTX 3090"]["vram_gb"], rows["RTX 3090"]["bf16_tflops_dense"]) == ("24.0", "71.0")
+    turing = rows["RTX 2080 Ti"]
+    assert (turing["bf16"], turing["fp16_tflops_dense"]) == ("False", "53.8")
+    assert rows["RTX A4000"]["mem_bw_gbps"] == "448.0"
+    assert {"RTX 3060", "RTX 4070 Ti Super", "Quadro RTX 6000", "RTX 5000 Ada"} <= set(rows)
+
+
 def test_a_database_held_by_a_running_server_is_one_clear_line(db_held_by_another_process, db_path):
     result = invoke("offers", "--db", db_path)
     assert result.exit_code == 1

@@ -17,7 +17,7 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from api.cli import history as cli_history
+import api.cli.history as cli_history
 from api.cli.alerts import alerts_app, print_webhook_results, send_fired
 from api.cli.common import (
     ConfigOption,
@@ -293,7 +293,8 @@ def gpus(
         )
         return
     table = Table(title=f"{len(specs)} GPUs")
-    for column in ("id", "family", "vram GB", "form factors", "bf16 TFLOPs", "mem BW GB/s"):
+    columns = ("id", "family", "vram GB", "form factors", "bf16", "bf16 TFLOPs", "fp16 TFLOPs")
+    for column in (*columns, "mem BW GB/s"):
         table.add_column(column)
     for spec in specs:
         table.add_row(
@@ -301,7 +302,9 @@ def gpus(
             spec["family"],
             _cell(spec["vram_gb"]),
             ", ".join(spec["form_factors"]) or "-",
+            "yes" if spec["bf16"] else "no (fp16)",
             _cell(spec["bf16_tflops_dense"]),
+            _cell(spec["fp16_tflops_dense"]),
             _cell(spec["mem_bw_gbps"]),
         )
     out.print(table)

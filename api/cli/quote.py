@@ -109,6 +109,9 @@ def _print_quotes(result: QuotesOut) -> None:
             f"{q.headroom:.0%}",
         )
     out.print(table)
+    for rank, q in enumerate(result.quotes, 1):
+        for note in q.notes:
+            out.print(f"#{rank}: {note}", highlight=False, soft_wrap=True)
     if any(q.interruption_risk for q in result.quotes):
         err.print(f"⚠ {result.quotes[0].interruption_risk or 'spot offers can be interrupted'}")
     for s in result.skipped:

@@ -71,9 +71,12 @@ class GpuOut(BaseModel):
     vendor: str
     vram_gb: float
     form_factors: list[str]
+    bf16: bool = Field(description="Computes in BF16; without it, training is quoted in FP16")
     bf16_tflops_dense: float | None
+    fp16_tflops_dense: float | None
     mem_bw_gbps: float | None
     aliases: list[str]
+    source: str = Field(description="The public spec sheet the figures come from")
 
 
 class GpusPage(BaseModel):
@@ -85,6 +88,7 @@ class ResolveOut(BaseModel):
     name: str
     gpu: str | None = Field(description="What this spelling resolves to as a provider's GPU name")
     form_factor: FormFactor | None
+    vram_gb: float | None = Field(description="The catalog size the name (or vram_gb) picked")
     matches: list[str] = Field(description="The ids `gpu=<name>` selects in /offers")
 
 

@@ -61,10 +61,13 @@ def gpu_specs(catalog: Catalog | None = None) -> list[GpuSpec]:
     return (catalog or get_catalog()).specs()
 
 
-def resolve_gpu(name: str, catalog: Catalog | None = None) -> tuple[Resolution, frozenset[str]]:
-    """How a provider spelling resolves, and which ids the same text means as a `gpu=` filter."""
+def resolve_gpu(
+    name: str, catalog: Catalog | None = None, *, vram_gb: float | None = None
+) -> tuple[Resolution, frozenset[str]]:
+    """How a provider spelling (with the VRAM it reports) resolves, and which ids the same text
+    means as a `gpu=` filter."""
     cat = catalog or get_catalog()
-    return cat.resolve(name), cat.ids_for_query(name)
+    return cat.resolve(name, vram_gb), cat.ids_for_query(name)
 
 
 def quality_report(warehouse: Warehouse, provider: str | None, limit: int) -> dict[str, Any]:

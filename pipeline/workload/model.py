@@ -25,6 +25,7 @@ from pipeline.workload.architectures import (
     from_config,
     lookup_model,
 )
+from pipeline.workload.precision import lacks_bf16
 
 __all__ = [
     "GIB",
@@ -351,9 +352,9 @@ class Fit:
 
 
 def precision_problem(w: Workload, gpu: GpuType) -> str | None:
-    """Why `gpu` cannot run `w` at its precision: no BF16 on V100 and T4 (section 1)."""
-    if w.precision == "bf16" and not gpu.bf16_tflops and gpu.fp16_tflops:
-        return f"{gpu.id} has no BF16; use precision fp16"
+    """Why `gpu` cannot run `w` at its precision: pure-BF16 weights on a card without BF16."""
+    if w.precision == "bf16" and w.pure_bf16 and lacks_bf16(gpu):
+        return f"{gpu.id} has no BF16 for pure-BF16 weights; use precision fp16"
     return None
 
 

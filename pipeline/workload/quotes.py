@@ -19,6 +19,7 @@ from pipeline.workload.model import (
     precision_problem,
     usable_vram_gib,
 )
+from pipeline.workload.precision import fp16_note, runs_in_fp16
 from pipeline.workload.ranking import HoursEstimate, Ranking, estimate_hours, gpu_type, rank_offers
 from scrapers.models import Pricing
 from warehouse import Warehouse
@@ -128,6 +129,8 @@ def check_hardware(
     memory = estimate_memory(w, devices, flash_attention=kind.flash_attention)
     usable = usable_vram_gib(kind)
     reason = precision_problem(w, kind)
+    if runs_in_fp16(w, kind):
+        notes = (*notes, fp16_note(kind))
     if reason is None and memory.per_gpu_gib > usable:
         reason = f"needs {memory.per_gpu_gib:.1f} GiB per GPU, {usable:.1f} GiB usable"
         reason += f"; fits on {fewest} × {variant.id}" if fewest else f"; {minimum.reason}"

@@ -26,6 +26,7 @@ from pipeline.workload.model import (
     precision_problem,
     usable_vram_gib,
 )
+from pipeline.workload.precision import fp16_note, peak_tflops, runs_in_fp16
 
 __all__ = [
     "BAND",
@@ -127,7 +128,7 @@ class HoursEstimate:
 
 def estimate_hours(w: Workload, gpu: GpuType, n: int) -> HoursEstimate | None:
     """Wall hours on `n` GPUs (devices) of `gpu`; None without tokens or a published peak."""
-    peak = gpu.bf16_tflops if w.precision == "bf16" else gpu.fp16_tflops
+    peak = peak_tflops(w, gpu)
     if w.tokens is None or not peak:
         return None
     u = UTILIZATION.get(gpu.family, DEFAULT_UTILIZATION)
@@ -231,7 +232,9 @@ class _Planner:
         problem = precision_problem(self.w, gpu)
         if problem:
             return _Plan(None, 0, 0, (), problem)
-        if not (gpu.bf16_tflops if self.w.precision == "bf16" else gpu.fp16_tflops):
+        if runs_in_fp16(self.w, gpu):
+            notes = (*notes, fp16_note(gpu))
+        if not peak_tflops(self.w, gpu):
             return _Plan(None, 0, 0, (), f"no published dense TFLOPs for {gpu.id}; hours unknown")
         n = count * gpu.devices_per_gpu
         if n > max(GPU_COUNTS):

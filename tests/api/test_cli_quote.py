@@ -180,3 +180,16 @@ def test_a_config_json_file_stands_in_for_an_unknown_model(tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["workload"]["params_b"] == pytest.approx(8.03, abs=0.01)
+
+
+def test_an_8b_qlora_quote_ranks_consumer_cards_and_quotes_a_turing_card_in_fp16(snapshot):
+    job = ("--model", "Llama-3.1-8B", "--method", "qlora", "--tokens", "10M")
+    args = (*job, "--db", str(snapshot))
+    body = json.loads(run(*args, "--format", "json").stdout)
+    ranked = [q["offer"]["gpu"] for q in body["quotes"]]
+    assert ranked[:2] == ["RTX 5090", "RTX 4090"]
+    turing = next(q for q in body["quotes"] if q["offer"]["gpu"] == "Quadro RTX 8000")
+    assert turing["notes"] == ["precision fp16 with loss scaling: Quadro RTX 8000 has no BF16"]
+    table = run(*args).output
+    rank = ranked.index("Quadro RTX 8000") + 1
+    assert f"#{rank}: precision fp16 with loss scaling: Quadro RTX 8000 has no BF16" in table

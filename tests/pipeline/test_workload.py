@@ -30,6 +30,7 @@ from pipeline.workload.model import (
     min_gpus,
     parse_tokens,
 )
+from pipeline.workload.precision import peak_tflops, runs_in_fp16
 from pipeline.workload.ranking import (
     FIXED_HOURS,
     SPOT_RISK,
@@ -292,11 +293,17 @@ def test_an_infeasible_job_says_why_and_what_would_make_it_fit() -> None:
     assert fit.suggestions and all("RTX 4090" in s for s in fit.suggestions)
 
 
-def test_a_bf16_job_cannot_run_on_a_t4_but_an_fp16_one_can() -> None:
-    bf16 = min_gpus(job(), gpu("T4"))
-    assert bf16.n_gpus is None and "no BF16" in (bf16.reason or "")
-    assert bf16.suggestions == ("precision fp16: 2 × T4",)
-    assert min_gpus(job(precision="fp16"), gpu("T4")).n_gpus == 2
+def test_a_bf16_job_on_a_t4_runs_in_fp16_with_the_same_memory_and_the_fp16_peak() -> None:
+    t4 = gpu("T4")
+    assert runs_in_fp16(job(), t4) and not runs_in_fp16(job(), gpu("RTX 3090"))
+    assert min_gpus(job(), t4).n_gpus == min_gpus(job(precision="fp16"), t4).n_gpus == 2
+    assert peak_tflops(job(), t4) == t4.fp16_tflops == 65
+
+
+def test_pure_bf16_weights_cannot_fall_back_to_fp16() -> None:
+    fit = min_gpus(job(pure_bf16=True), gpu("T4"))
+    assert fit.n_gpus is None and "no BF16" in (fit.reason or "")
+    assert fit.suggestions == ("precision fp16: 2 × T4",)
 
 
 def test_an_mi250_offer_counts_as_two_64_gb_devices() -> None:
@@ -489,20 +496,33 @@ def test_spot_offers_are_left_out_unless_asked_for_and_then_carry_their_risk() -
     assert with_spot.quotes[0].interruption_risk == SPOT_RISK
 
 
-def test_bf16_jobs_skip_v100_and_t4_offers_and_fp16_jobs_run_there_without_flash_attention() -> (
-    None
-):
+def test_bf16_jobs_on_v100_and_t4_offers_are_quoted_in_fp16_and_say_so() -> None:
     w = job("Llama-3.2-3B", "qlora", tokens="10M")
     offers = [offer("T4", 4, 1.0), offer("V100-32GB", 1, 0.5, form_factor="SXM")]
     ranking = rank_offers(w, offers, CATALOG)
-    assert ranking.quotes == []
-    assert {s.reason for s in ranking.skipped} == {
-        "T4 has no BF16; use precision fp16",
-        "V100-32GB has no BF16; use precision fp16",
-    }
+    assert ranking.skipped == []
+    notes = {q.offer["gpu"]: q.notes for q in ranking.quotes}
+    assert "precision fp16 with loss scaling: T4 has no BF16" in notes["T4"]
+    assert "precision fp16 with loss scaling: V100-32GB has no BF16" in notes["V100-32GB"]
+    assert any("FlashAttention" in note for q in ranking.quotes for note in q.notes)
     fp16 = rank_offers(replace(w, precision="fp16"), offers, CATALOG)
-    assert len(fp16.quotes) == 2
-    assert any("FlashAttention" in note for q in fp16.quotes for note in q.notes)
+    assert [q.hours for q in fp16.quotes] == [q.hours for q in ranking.quotes]
+
+
+def test_a_qlora_8b_quote_ranks_rtx_3090_and_4090_offers_before_an_h100() -> None:
+    w = job("Llama-3.1-8B", "qlora", tokens="10M")
+    offers = [
+        offer("RTX 3090", 1, 0.20),
+        offer("RTX 4090", 1, 0.35),
+        offer("RTX 2080 Ti", 2, 0.24),
+        offer("H100-80GB", 1, 2.00, form_factor="SXM"),
+    ]
+    ranking = rank_offers(w, offers, CATALOG)
+    by_gpu = {q.offer["gpu"]: q for q in ranking.quotes}
+    assert [q.offer["gpu"] for q in ranking.quotes][:2] == ["RTX 4090", "RTX 3090"]
+    assert by_gpu["RTX 4090"].cost_usd < by_gpu["H100-80GB"].cost_usd
+    turing = by_gpu["RTX 2080 Ti"]
+    assert "precision fp16 with loss scaling: RTX 2080 Ti has no BF16" in turing.notes
 
 
 def test_unknown_gpus_and_gpus_without_published_tflops_are_skipped_with_reasons() -> None:

@@ -133,7 +133,7 @@ def test_a_plain_catalog_answer_gives_one_unlocated_offer_per_cloud_as_before():
         ("NVIDIA GeForce RTX 4090", "RTX 4090", None),
         ("NVIDIA RTX A6000", "RTX A6000", None),
         ("AMD Instinct MI300X OAM", "MI300X", None),
-        ("NVIDIA GeForce RTX 3070", None, None),  # not in the catalog: kept, listed as unknown
+        ("NVIDIA GeForce RTX 3070", "RTX 3070", None),
     ],
 )
 def test_recorded_gpu_ids_resolve_to_canonical_gpus(gpu_raw, gpu, form_factor):

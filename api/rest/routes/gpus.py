@@ -21,10 +21,18 @@ def list_gpus() -> GpusPage:
 @router.get("/resolve", response_model=ResolveOut, summary="How a GPU name resolves")
 def resolve(
     name: Annotated[str, Query(min_length=1, description="Any spelling, e.g. A100 SXM4 80GB")],
+    vram_gb: Annotated[
+        float | None,
+        Query(gt=0, le=1024, description="GPU memory the provider reports per GPU, GB"),
+    ] = None,
 ) -> ResolveOut:
-    resolution, matches = resolve_gpu(name)
+    resolution, matches = resolve_gpu(name, vram_gb=vram_gb)
     return ResolveOut(
-        name=name, gpu=resolution.gpu, form_factor=resolution.form_factor, matches=sorted(matches)
+        name=name,
+        gpu=resolution.gpu,
+        form_factor=resolution.form_factor,
+        vram_gb=resolution.vram_gb,
+        matches=sorted(matches),
     )
 
 

@@ -1,6 +1,14 @@
 from __future__ import annotations
 
+import json
+
 import pytest
+from fastapi.testclient import TestClient
+
+from api.app import create_app
+from pipeline.collection.collect import run_collection
+from pipeline.settings import Settings
+from tests.conftest import FIXTURES, OBSERVED_AT
 
 
 def test_offers_for_a_gpu_are_only_that_gpu_cheapest_per_gpu_hour_first(client):
@@ -29,9 +37,9 @@ def test_a_family_includes_every_size(client):
 
 
 def test_unknown_gpu_is_422_naming_the_closest_ids(client):
-    response = client.get("/offers", params={"gpu": "NOT-A-GPU"})
+    response = client.get("/offers", params={"gpu": "RTX 4090 Z"})
     assert response.status_code == 422
-    assert "Unknown GPU 'NOT-A-GPU'; closest:" in response.json()["detail"]
+    assert "Unknown GPU 'RTX 4090 Z'; closest: RTX 4090" in response.json()["detail"]
 
 
 @pytest.mark.parametrize(
@@ -70,11 +78,23 @@ def test_limit_caps_the_list(client):
     assert client.get("/offers", params={"limit": 3}).json()["count"] == 3
 
 
-def test_unknown_gpus_are_kept_and_listed(client):
-    body = client.get("/offers").json()
-    assert any(o["gpu"] is None and o["gpu_raw"] == "RTX 4090D" for o in body["offers"])
-    unknown = client.get("/gpus/unknown").json()
-    assert {g["gpu_raw"] for g in unknown["gpus"]} == {"RTX 4090D", "Q RTX 8000"}
+def test_unknown_gpus_are_kept_and_listed(warehouse, db_path, tmp_path):
+    body = json.loads((FIXTURES / "vastai_bundles.json").read_text(encoding="utf-8"))
+    body["offers"][4]["gpu_name"] = "GTX 980 Ti"  # a real Vast.ai name the catalog lacks
+    replay = tmp_path / "vastai.json"
+    replay.write_text(json.dumps(body), encoding="utf-8")
+    run_collection(["vastai"], warehouse, replays={"vastai": replay}, now=lambda: OBSERVED_AT)
+    with TestClient(create_app(Settings(db=db_path, scheduler=False), warehouse)) as client:
+        offers = client.get("/offers").json()["offers"]
+        assert any(o["gpu"] is None and o["gpu_raw"] == "GTX 980 Ti" for o in offers)
+        unknown = client.get("/gpus/unknown").json()
+    assert {g["gpu_raw"] for g in unknown["gpus"]} == {"GTX 980 Ti"}
+
+
+def test_look_alike_names_get_their_own_ids_not_the_card_they_resemble(client):
+    by_raw = {o["gpu_raw"]: o["gpu"] for o in client.get("/offers").json()["offers"]}
+    assert (by_raw["RTX 4090D"], by_raw["RTX 4090"]) == ("RTX 4090D", "RTX 4090")
+    assert by_raw["Q RTX 8000"] == "Quadro RTX 8000"
 
 
 def test_an_unknown_query_parameter_is_422_naming_it(client):
