@@ -81,10 +81,12 @@ def history(
         writer.writerow(
             [
                 "gpu",
+                "form_factor",
                 "provider",
                 "pricing",
                 "t",
                 "min",
+                "min_available",
                 "p25",
                 "median",
                 "max",
@@ -96,7 +98,13 @@ def history(
         for series in data["series"]:
             for pt in series["points"]:
                 writer.writerow(
-                    [series["gpu"], series["provider"], series["pricing"], *pt.values()]
+                    [
+                        series["gpu"],
+                        series["form_factor"] or "",
+                        series["provider"],
+                        series["pricing"],
+                        *pt.values(),
+                    ]
                 )
         return
     table = Table(

@@ -78,13 +78,14 @@ def _filters(query: HistoryQuery, now: datetime) -> h.HistoryFilters:
 
 
 def price_history(warehouse: Warehouse, query: HistoryQuery, now: datetime) -> dict[str, Any]:
-    """`{"gpu", "interval", "since", "until", "series": [{gpu, provider, pricing, points}]}`."""
+    """`{"gpu", "interval", "since", "until", "series": [{gpu, form_factor, provider, pricing,
+    points}]}`: SXM and PCIe of one GPU are separate series."""
     filters = _filters(query, now)
     with warehouse.cursor() as cur:
         rows = h.price_history(cur, filters)
-    series: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    series: dict[tuple[str, str | None, str, str], list[dict[str, Any]]] = {}
     for row in rows:
-        key = (row.pop("gpu"), row.pop("provider"), row.pop("pricing"))
+        key = (row.pop("gpu"), row.pop("form_factor"), row.pop("provider"), row.pop("pricing"))
         series.setdefault(key, []).append(row)
     return {
         "gpu": query.gpu,
@@ -93,8 +94,14 @@ def price_history(warehouse: Warehouse, query: HistoryQuery, now: datetime) -> d
         "since": filters.since,
         "until": filters.until,
         "series": [
-            {"gpu": gpu, "provider": provider, "pricing": pricing, "points": points}
-            for (gpu, provider, pricing), points in series.items()
+            {
+                "gpu": gpu,
+                "form_factor": form_factor,
+                "provider": provider,
+                "pricing": pricing,
+                "points": points,
+            }
+            for (gpu, form_factor, provider, pricing), points in series.items()
         ],
     }
 
@@ -117,11 +124,12 @@ def price_history_json(warehouse: Warehouse, query: HistoryQuery, now: datetime)
         "series": [
             {
                 "gpu": gpu,
+                "form_factor": form_factor,
                 "provider": provider,
                 "pricing": pricing,
                 "points": orjson.Fragment(points),
             }
-            for gpu, provider, pricing, points in series
+            for gpu, form_factor, provider, pricing, points in series
         ],
     }
     return orjson.dumps(body, option=orjson.OPT_UTC_Z)

@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from warehouse.queries import location_conditions
+from warehouse.queries import SUMMARY_AGGREGATES, location_conditions
 
 __all__ = [
     "HistoryFilters",
@@ -52,16 +52,10 @@ class HistoryFilters:
 def _summaries_from_raw(conditions: list[str]) -> str:
     """Per-snapshot summaries rebuilt from raw observations, for filters summaries lack."""
     return f"""
-        SELECT run_id, provider, observed_at, gpu, pricing,
-               min(price_per_gpu_hour) AS min_price,
-               quantile_cont(price_per_gpu_hour, 0.25) AS p25_price,
-               quantile_cont(price_per_gpu_hour, 0.5) AS median_price,
-               max(price_per_gpu_hour) AS max_price,
-               count(*) AS offer_count,
-               count(*) FILTER (WHERE available) AS available_count
+        SELECT run_id, provider, observed_at, gpu, form_factor, pricing, {SUMMARY_AGGREGATES}
         FROM offer_observations
         WHERE gpu IS NOT NULL AND {" AND ".join(conditions or ["TRUE"])}
-        GROUP BY run_id, provider, observed_at, gpu, pricing
+        GROUP BY run_id, provider, observed_at, gpu, form_factor, pricing
     """
 
 
@@ -69,12 +63,13 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[dict[str, Any]]:
-    """One row per (gpu, provider, pricing, bucket) that has at least one good snapshot."""
+    """One row per (gpu, form factor, provider, pricing, bucket) with a good snapshot."""
     sql, params = history_sql(f)
     # Bucket starts travel as epoch microseconds: building aware datetimes here is ~3x cheaper
     # than the driver's per-value time zone conversion (a year of 1h buckets is 50k+ rows).
     cursor = conn.execute(
-        f"SELECT * REPLACE (epoch_us(t) AS t) FROM ({sql}) ORDER BY gpu, provider, pricing, t",
+        f"SELECT * REPLACE (epoch_us(t) AS t) FROM ({sql}) "
+        "ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t",
         params,
     )
     columns = [d[0] for d in cursor.description]
@@ -87,23 +82,25 @@ def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[di
 
 
 def points_json_sql(history: str) -> str:
-    """Wrap a history query (`gpu, provider, pricing, t, min, ..., snapshots` rows) so that DuckDB
+    """Wrap a history query (`gpu, form_factor, provider, pricing, t, min, ...` rows) so that DuckDB
     returns one row per series with its points already as a JSON array: the API path, which would
     otherwise spend most of a year of 1 h buckets turning rows into Python objects and back."""
     return f"""
-        SELECT gpu, provider, pricing, CAST(to_json(list({{
+        SELECT gpu, form_factor, provider, pricing, CAST(to_json(list({{
             't': strftime(make_timestamp(epoch_us(t)), '%Y-%m-%dT%H:%M:%SZ'),
-            'min': min, 'p25': p25, 'median': median, 'max': max,
+            'min': min, 'min_available': min_available,
+            'p25': p25, 'median': median, 'max': max,
             'offers': offers, 'available': available, 'snapshots': snapshots
         }} ORDER BY t)) AS VARCHAR) AS points
-        FROM ({history}) GROUP BY gpu, provider, pricing ORDER BY gpu, provider, pricing
+        FROM ({history}) GROUP BY ALL
+        ORDER BY gpu, form_factor NULLS FIRST, provider, pricing
     """
 
 
 def price_history_json(
     conn: duckdb.DuckDBPyConnection, f: HistoryFilters
-) -> list[tuple[str, str, str, str]]:
-    """`(gpu, provider, pricing, points as a JSON array)` per series: the same points as
+) -> list[tuple[str, str | None, str, str, str]]:
+    """`(gpu, form_factor, provider, pricing, points as JSON)` per series: the same points as
     `price_history`, serialised by DuckDB."""
     sql, params = history_sql(f)
     return [tuple(row) for row in conn.execute(points_json_sql(sql), params).fetchall()]
@@ -146,9 +143,10 @@ def history_sql(f: HistoryFilters) -> tuple[str, list[Any]]:
         source = f"({_summaries_from_raw(where + conditions)})"
         where = ["TRUE"]
     sql = f"""
-        SELECT gpu, provider, pricing,
+        SELECT gpu, form_factor, provider, pricing,
                {_bucket_start(f.interval)} AS t,
-               min(min_price) AS min, median(p25_price) AS p25,
+               min(min_price) AS min, min(min_available_price) AS min_available,
+               median(p25_price) AS p25,
                median(median_price) AS median, max(max_price) AS max,
                CAST(round(avg(offer_count)) AS INTEGER) AS offers,
                CAST(round(avg(available_count)) AS INTEGER) AS available,
@@ -156,7 +154,7 @@ def history_sql(f: HistoryFilters) -> tuple[str, list[Any]]:
         FROM {source} AS s
         WHERE {" AND ".join(where)}
         GROUP BY ALL
-        ORDER BY gpu, provider, pricing, t
+        ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t
     """
     return sql, params
 

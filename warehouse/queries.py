@@ -16,6 +16,7 @@ __all__ = [
     "REJECT_SCHEMA",
     "OfferFilters",
     "RunRow",
+    "SUMMARY_AGGREGATES",
     "insert_run",
     "latest_offers",
     "current_price_stats",
@@ -178,15 +179,23 @@ def _one_thread(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
         conn.execute(f"SET threads = {int(threads[0]) if threads else 1}")
 
 
-_SUMMARISE_BATCH = """
-    INSERT INTO price_summaries
-    SELECT run_id, provider, observed_at, gpu, pricing,
-           min(price_per_gpu_hour), quantile_cont(price_per_gpu_hour, 0.25),
-           quantile_cont(price_per_gpu_hour, 0.5), max(price_per_gpu_hour),
-           count(*), count(*) FILTER (WHERE available)
+SUMMARY_AGGREGATES = """
+    min(price_per_gpu_hour) AS min_price,
+    quantile_cont(price_per_gpu_hour, 0.25) AS p25_price,
+    quantile_cont(price_per_gpu_hour, 0.5) AS median_price,
+    max(price_per_gpu_hour) AS max_price,
+    count(*) AS offer_count,
+    count(*) FILTER (WHERE available) AS available_count,
+    min(price_per_gpu_hour) FILTER (WHERE available) AS min_available_price
+"""
+"""One snapshot's `price_summaries` figures over its offers (ingest, history rebuilt from raw)."""
+
+_SUMMARISE_BATCH = f"""
+    INSERT INTO price_summaries BY NAME
+    SELECT run_id, provider, observed_at, gpu, form_factor, pricing, {SUMMARY_AGGREGATES}
     FROM offer_batch
     WHERE gpu IS NOT NULL
-    GROUP BY run_id, provider, observed_at, gpu, pricing
+    GROUP BY run_id, provider, observed_at, gpu, form_factor, pricing
 """
 
 
