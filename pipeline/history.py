@@ -23,6 +23,7 @@ from warehouse.queries import offers_sql
 __all__ = [
     "HistoryQuery",
     "check_as_of",
+    "cheapest_available_at",
     "export_history",
     "export_offers",
     "export_partitioned",
@@ -133,6 +134,15 @@ def price_history_json(warehouse: Warehouse, query: HistoryQuery, now: datetime)
         ],
     }
     return orjson.dumps(body, option=orjson.OPT_UTC_Z)
+
+
+def cheapest_available_at(
+    warehouse: Warehouse, at: datetime, lookback: timedelta, providers: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """`{gpu, form_factor, pricing, price_per_gpu_hour}`: the cheapest available offer of each
+    GPU as the providers' last snapshots at `at` (none older than `lookback`) listed it."""
+    with warehouse.cursor() as cur:
+        return h.cheapest_available_at(cur, at, lookback, frozenset(providers) or None)
 
 
 def check_as_of(as_of: datetime, now: datetime, retention: timedelta) -> None:

@@ -20,6 +20,7 @@ from warehouse.queries import SUMMARY_AGGREGATES, location_conditions
 
 __all__ = [
     "HistoryFilters",
+    "cheapest_available_at",
     "copy_partitioned_parquet",
     "default_since",
     "history_sql",
@@ -174,6 +175,35 @@ def snapshot_times(conn: duckdb.DuckDBPyConnection, as_of: datetime) -> list[dic
         ORDER BY provider
         """,
         [as_of],
+    )
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def cheapest_available_at(
+    conn: duckdb.DuckDBPyConnection,
+    at: datetime,
+    lookback: timedelta,
+    providers: frozenset[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The cheapest available USD per GPU-hour per (gpu, form_factor, pricing) across providers,
+    each provider as of its last good snapshot at or before `at` and no older than `lookback`."""
+    params: list[Any] = [at, at - lookback]
+    where = ["observed_at <= ?", "observed_at > ?"]
+    if providers is not None:
+        where.append("provider IN (SELECT unnest(?))")
+        params.append(sorted(providers))
+    cursor = conn.execute(
+        f"""
+        SELECT gpu, form_factor, pricing, min(min_available_price) AS price_per_gpu_hour
+        FROM (
+            SELECT * FROM price_summaries WHERE {" AND ".join(where)}
+            QUALIFY observed_at = max(observed_at) OVER (PARTITION BY provider)
+        )
+        WHERE min_available_price IS NOT NULL
+        GROUP BY ALL
+        """,
+        params,
     )
     columns = [d[0] for d in cursor.description]
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]

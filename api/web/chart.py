@@ -215,7 +215,7 @@ def _priced_series(
     for key, now in now_prices.items():
         if key[0] not in wanted:
             continue
-        points = [p for p in lines.get(key, []) if p["t"] <= now.observed_at]
+        points = [p for p in lines.get(key, []) if p["t"] < now.observed_at]
         points.append({"t": now.observed_at, "price": now.price_per_gpu_hour, "now": True})
         lines[key] = points
     return {key: points for key, points in lines.items() if points}
