@@ -3,8 +3,10 @@
 Bucket statistics (see warehouse/README.md): with one snapshot in a bucket they are that
 snapshot's exact min / p25 / median / max over listed offers. With several, min and max are the
 extremes over the snapshots, p25 and median the medians of the snapshots' p25 and median, and
-`offers` / `available` the mean count per snapshot, rounded. A bucket without a good snapshot
-(provider down) has no row: a gap, never a zero.
+`offers` / `available` the mean count per snapshot, rounded; `min_available` is the lowest
+price among offers rentable at the snapshot (NULL when none was). Series are per form factor
+(SXM and PCIe apart). A bucket without a good snapshot (provider down) has no row: a gap, never
+a zero.
 """
 
 from __future__ import annotations
