@@ -46,7 +46,8 @@ from warehouse.history import (
     price_history,
     price_history_json,
 )
-from warehouse.queries import SUMMARY_AGGREGATES, latest_offers
+from warehouse.queries import latest_offers
+from warehouse.summaries import SUMMARY_AGGREGATES
 
 END = datetime(2026, 3, 1, tzinfo=UTC)
 """The last collection of the synthetic span (fixed, so runs are comparable)."""

@@ -18,7 +18,8 @@ from typing import Any
 
 import duckdb
 
-from warehouse.queries import SUMMARY_AGGREGATES, location_conditions
+from warehouse.queries import location_conditions
+from warehouse.summaries import SUMMARY_AGGREGATES
 
 __all__ = [
     "HistoryFilters",

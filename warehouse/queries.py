@@ -11,12 +11,13 @@ from typing import Any, Literal
 import duckdb
 import pyarrow as pa
 
+from warehouse.summaries import SUMMARISE_BATCH
+
 __all__ = [
     "OFFER_SCHEMA",
     "REJECT_SCHEMA",
     "OfferFilters",
     "RunRow",
-    "SUMMARY_AGGREGATES",
     "insert_run",
     "latest_offers",
     "current_price_stats",
@@ -139,7 +140,7 @@ def insert_run(
         try:
             with _one_thread(conn):
                 conn.execute("INSERT INTO offer_observations BY NAME SELECT * FROM offer_batch")
-                conn.execute(_SUMMARISE_BATCH)
+                conn.execute(SUMMARISE_BATCH)
                 if _is_latest_snapshot(conn, run):
                     conn.execute("DELETE FROM current_offers WHERE provider = ?", [run.provider])
                     conn.execute("INSERT INTO current_offers BY NAME SELECT * FROM offer_batch")
@@ -179,24 +180,6 @@ def _one_thread(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
         conn.execute(f"SET threads = {int(threads[0]) if threads else 1}")
 
 
-SUMMARY_AGGREGATES = """
-    min(price_per_gpu_hour) AS min_price,
-    quantile_cont(price_per_gpu_hour, 0.25) AS p25_price,
-    quantile_cont(price_per_gpu_hour, 0.5) AS median_price,
-    max(price_per_gpu_hour) AS max_price,
-    count(*) AS offer_count,
-    count(*) FILTER (WHERE available) AS available_count,
-    min(price_per_gpu_hour) FILTER (WHERE available) AS min_available_price
-"""
-"""One snapshot's `price_summaries` figures over its offers (ingest, history rebuilt from raw)."""
-
-_SUMMARISE_BATCH = f"""
-    INSERT INTO price_summaries BY NAME
-    SELECT run_id, provider, observed_at, gpu, form_factor, pricing, {SUMMARY_AGGREGATES}
-    FROM offer_batch
-    WHERE gpu IS NOT NULL
-    GROUP BY run_id, provider, observed_at, gpu, form_factor, pricing
-"""
 
 
 def _is_latest_snapshot(conn: duckdb.DuckDBPyConnection, run: RunRow) -> bool:
