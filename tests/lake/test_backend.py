@@ -18,6 +18,7 @@ from pipeline.settings import Settings
 from tests.conftest import FIXTURES
 from warehouse import MissingExtraError, Warehouse, WarehouseError
 from warehouse.copy import table_counts
+from warehouse.db import _migrations
 
 REPLAYS = {
     "vastai": FIXTURES / "vastai_bundles.json",
@@ -63,7 +64,7 @@ def test_the_same_collections_give_the_same_answers_on_a_file_and_on_a_lake(lake
         expected = answers(file)
     with Warehouse.open(lake.url, data_path=lake.data_path) as on_lake:
         assert on_lake.lake is not None
-        assert on_lake.schema_version() == 4
+        assert on_lake.schema_version() == max(v for v, _, _ in _migrations())
         collect_twice(on_lake)
         got = answers(on_lake)
     assert got["counts"] == expected["counts"]
