@@ -730,7 +730,7 @@ def main() -> None:
               f"price_summaries, {args.days} d: what stays once raw is pruned)")  # fmt: skip
         print(
             f"naive on disk:    {_file_size(built['naive_path']) / 1e9:.2f} GB "
-            f"({built['naive_days']:.0f} d of raw observations, 7 columns)"
+            f"({built['naive_days']:.0f} d of raw observations, 8 columns)"
         )
     print(
         f"total {time.perf_counter() - started:.0f} s (build {built['build_seconds']:.0f} s), "
