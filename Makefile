@@ -1,8 +1,11 @@
-# Two commands on a fresh machine: `make run` and `make test`.
+# Two commands on a fresh machine: `make run` and `make test`. Each has its own stamp: `make run`
+# installs what running needs (the package and its `lake` extra), `make test` adds the `dev`
+# extra (pytest, ruff, playwright, hypothesis...).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 BENCH_STAMP := $(VENV)/.bench-installed
 BENCH_RESULTS := $(VENV)/bench-results.jsonl
 CHROMIUM := /usr/bin/chromium
@@ -12,12 +15,16 @@ CHROMIUM := /usr/bin/chromium
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): $(BIN)/python pyproject.toml
+$(RUN_STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[lake]'
+	touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,lake]'
 	touch $(STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/gpuprices serve --host 0.0.0.0 --port 8000
 
 # Headless Chromium for tests/e2e: Debian's chromium + chromium-driver, never a browser download.

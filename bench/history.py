@@ -47,6 +47,7 @@ from warehouse.history import (
     price_history_json,
 )
 from warehouse.offers import latest_offers
+from warehouse.summaries import SUMMARY_AGGREGATES
 
 END = datetime(2026, 3, 1, tzinfo=UTC)
 """The last collection of the synthetic span (fixed, so runs are comparable)."""
@@ -310,14 +311,19 @@ def create_naive_table(conn: duckdb.DuckDBPyConnection) -> None:
     """The baseline: only the columns its queries read, names as ENUMs (VARCHARs take 3x as long
     to write; ENUMs also make the baseline's scans faster, so its ratios are conservative)."""
     gpus = sorted({s[1] for s in SEGMENTS if s[1] is not None})
-    for name, values in (("gpu_enum", gpus), ("provider_enum", sorted(PROVIDERS))):
+    forms = sorted({s[3] for s in SEGMENTS if s[3] is not None})
+    for name, values in (
+        ("gpu_enum", gpus),
+        ("provider_enum", sorted(PROVIDERS)),
+        ("form_factor_enum", forms),
+    ):
         conn.execute(f"CREATE TYPE naive.main.{name} AS ENUM ({', '.join(map(_lit, values))})")
     conn.execute(
         """
         CREATE TABLE naive.main.raw_observations (
             observed_at TIMESTAMPTZ, provider naive.main.provider_enum, offer_no INTEGER,
-            gpu naive.main.gpu_enum, pricing ENUM('on_demand', 'spot'), price_per_gpu_hour DOUBLE,
-            available BOOLEAN
+            gpu naive.main.gpu_enum, form_factor naive.main.form_factor_enum,
+            pricing ENUM('on_demand', 'spot'), price_per_gpu_hour DOUBLE, available BOOLEAN
         )
         """
     )
@@ -367,7 +373,8 @@ def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         conn.execute(
             f"""
             INSERT INTO naive.raw_observations
-            SELECT observed_at, provider, offer_no, gpu, pricing, price_per_gpu_hour, available
+            SELECT observed_at, provider, offer_no, gpu, form_factor, pricing,
+                   price_per_gpu_hour, available
             FROM ({observations_sql(args.offers, ticks, per_day, ticks - naive_ticks, ticks, seed)})
             """
         )
@@ -382,15 +389,12 @@ def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         )
         conn.execute(
             f"""
-            INSERT INTO price_summaries
+            INSERT INTO price_summaries BY NAME
             SELECT r.run_id, a.* FROM (
-                SELECT provider, observed_at, gpu, pricing,
-                       min(price_per_gpu_hour), quantile_cont(price_per_gpu_hour, 0.25),
-                       quantile_cont(price_per_gpu_hour, 0.5), max(price_per_gpu_hour),
-                       count(*), count(*) FILTER (WHERE available)
+                SELECT provider, observed_at, gpu, form_factor, pricing, {SUMMARY_AGGREGATES}
                 FROM {source}
                 WHERE gpu IS NOT NULL
-                GROUP BY provider, observed_at, gpu, pricing
+                GROUP BY provider, observed_at, gpu, form_factor, pricing
             ) a JOIN bench_runs r USING (provider, observed_at)
             ORDER BY a.observed_at, a.provider, a.gpu, a.pricing
             """
@@ -461,21 +465,24 @@ def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 NAIVE_HISTORY = """
     WITH snapshots AS (
-        SELECT provider, observed_at, gpu, pricing,
+        SELECT provider, observed_at, gpu, form_factor, pricing,
                min(price_per_gpu_hour) AS min_price,
                quantile_cont(price_per_gpu_hour, 0.25) AS p25_price,
                quantile_cont(price_per_gpu_hour, 0.5) AS median_price,
                max(price_per_gpu_hour) AS max_price,
-               count(*) AS offer_count, count(*) FILTER (WHERE available) AS available_count
+               count(*) AS offer_count, count(*) FILTER (WHERE available) AS available_count,
+               min(price_per_gpu_hour) FILTER (WHERE available) AS min_available_price
         FROM raw_observations
         WHERE gpu = ANY(CAST(? AS gpu_enum[])) AND observed_at >= ? AND observed_at < ?
         GROUP BY ALL
     )
-    SELECT gpu, provider, pricing, time_bucket(INTERVAL '{bucket}', observed_at) AS t,
-           min(min_price) AS min, median(p25_price) AS p25, median(median_price) AS median,
+    SELECT gpu, form_factor, provider, pricing,
+           time_bucket(INTERVAL '{bucket}', observed_at) AS t,
+           min(min_price) AS min, min(min_available_price) AS min_available,
+           median(p25_price) AS p25, median(median_price) AS median,
            max(max_price) AS max, CAST(round(avg(offer_count)) AS INTEGER) AS offers,
            CAST(round(avg(available_count)) AS INTEGER) AS available, count(*) AS snapshots
-    FROM snapshots GROUP BY ALL ORDER BY gpu, provider, pricing, t
+    FROM snapshots GROUP BY ALL ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t
 """
 """Same statistics as `warehouse.history` (per snapshot, then per bucket), from raw rows."""
 
@@ -723,7 +730,7 @@ def main() -> None:
               f"price_summaries, {args.days} d: what stays once raw is pruned)")  # fmt: skip
         print(
             f"naive on disk:    {_file_size(built['naive_path']) / 1e9:.2f} GB "
-            f"({built['naive_days']:.0f} d of raw observations, 7 columns)"
+            f"({built['naive_days']:.0f} d of raw observations, 8 columns)"
         )
     print(
         f"total {time.perf_counter() - started:.0f} s (build {built['build_seconds']:.0f} s), "

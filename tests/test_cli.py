@@ -167,6 +167,6 @@ def test_offers_refuses_a_filter_value_in_one_line_with_exit_2(collected_db):
 
 def test_history_has_no_option_for_a_filter_history_does_not_apply(collected_db):
     result = runner.invoke(
-        app, ["history", "--db", str(collected_db), "--gpu", "H100", "--form-factor", "SXM"]
+        app, ["history", "--db", str(collected_db), "--gpu", "H100", "--min-gpu-count", "8"]
     )
     assert result.exit_code == 2 and "No such option" in result.output

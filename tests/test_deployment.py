@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -92,3 +94,68 @@ def test_every_lake_service_opens_the_same_lake_on_the_shared_volume():
 
 def test_the_image_has_the_lake_extra():
     assert "'.[lake]'" in (ROOT / "Dockerfile").read_text()
+
+
+def _dockerfile_instructions() -> list[tuple[str, str]]:
+    lines = (ROOT / "Dockerfile").read_text().replace("\\\n", " ").splitlines()
+    return [
+        (word.upper(), rest.strip())
+        for word, _, rest in (line.strip().partition(" ") for line in lines)
+        if word and not word.startswith("#")
+    ]
+
+
+def test_the_build_context_leaves_out_the_virtualenv_data_git_and_caches():
+    ignored = {
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    assert {".venv", "data", ".git", "tests", "**/__pycache__", ".pytest_cache"} <= ignored
+    assert "gpuprices.env" in ignored  # keys never baked into an image
+    copied = [
+        source
+        for word, args in _dockerfile_instructions()
+        if word == "COPY"
+        for source in args.split()[:-1]
+    ]
+    assert copied and not set(copied) & ignored  # what the image needs is still sent
+
+
+def test_the_image_runs_as_an_unprivileged_user_that_owns_the_data_volume():
+    instructions = _dockerfile_instructions()
+    users = [args for word, args in instructions if word == "USER"]
+    assert users, "the image must name a USER"
+    user = users[-1].split(":")[0]
+    assert user not in ("root", "0")
+    words = [word for word, _ in instructions]
+    assert words.index("USER") > max(i for i, w in enumerate(words) if w == "RUN")
+    volume = next(args for word, args in instructions if word == "VOLUME")
+    chown = next(args for word, args in instructions if word == "RUN" and "chown" in args)
+    assert all(path in chown for path in json.loads(volume))
+    assert f"--uid {user}" in chown
+
+
+def test_every_service_on_our_image_can_build_it():
+    ours = {n: s for n, s in COMPOSE["services"].items() if s.get("image", "").startswith("gpu")}
+    assert set(ours) >= {"gpuprices", *(n for n in LAKE if n != "lake-postgres")}
+    assert all(service.get("build") == "." for service in ours.values())
+
+
+def _make_dry_run(target: str, tmp_path: Path) -> str:
+    """The commands `make <target>` would run on a machine without a virtualenv yet."""
+    venv = tmp_path / "venv"
+    result = subprocess.run(
+        ["make", "-n", "-C", str(ROOT), target, f"VENV={venv}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout
+
+
+def test_make_run_installs_only_what_running_needs_and_make_test_adds_the_dev_tools(tmp_path):
+    run = _make_dry_run("run", tmp_path)
+    assert "pip install --quiet -e '.[lake]'" in run and "dev" not in run
+    assert "gpuprices serve" in run
+    assert "pip install --quiet -e '.[dev,lake]'" in _make_dry_run("test", tmp_path)

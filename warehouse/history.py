@@ -3,8 +3,10 @@
 Bucket statistics (see warehouse/README.md): with one snapshot in a bucket they are that
 snapshot's exact min / p25 / median / max over listed offers. With several, min and max are the
 extremes over the snapshots, p25 and median the medians of the snapshots' p25 and median, and
-`offers` / `available` the mean count per snapshot, rounded. A bucket without a good snapshot
-(provider down) has no row: a gap, never a zero.
+`offers` / `available` the mean count per snapshot, rounded; `min_available` is the lowest
+price among offers rentable at the snapshot (NULL when none was). Series are per form factor
+(SXM and PCIe apart). A bucket without a good snapshot (provider down) has no row: a gap, never
+a zero.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from typing import Any
 import duckdb
 
 from warehouse.offers import OfferFilters, scope_conditions
+from warehouse.summaries import SUMMARY_AGGREGATES
 
 __all__ = [
     "HistoryFilters",
+    "cheapest_available_at",
     "copy_partitioned_parquet",
     "default_since",
     "history_sql",
@@ -47,16 +51,10 @@ class HistoryFilters:
 def _summaries_from_raw(conditions: list[str]) -> str:
     """Per-snapshot summaries rebuilt from raw observations, for filters summaries lack."""
     return f"""
-        SELECT run_id, provider, observed_at, gpu, pricing,
-               min(price_per_gpu_hour) AS min_price,
-               quantile_cont(price_per_gpu_hour, 0.25) AS p25_price,
-               quantile_cont(price_per_gpu_hour, 0.5) AS median_price,
-               max(price_per_gpu_hour) AS max_price,
-               count(*) AS offer_count,
-               count(*) FILTER (WHERE available) AS available_count
+        SELECT run_id, provider, observed_at, gpu, form_factor, pricing, {SUMMARY_AGGREGATES}
         FROM offer_observations
         WHERE gpu IS NOT NULL AND {" AND ".join(conditions or ["TRUE"])}
-        GROUP BY run_id, provider, observed_at, gpu, pricing
+        GROUP BY run_id, provider, observed_at, gpu, form_factor, pricing
     """
 
 
@@ -64,12 +62,13 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[dict[str, Any]]:
-    """One row per (gpu, provider, pricing, bucket) that has at least one good snapshot."""
+    """One row per (gpu, form factor, provider, pricing, bucket) with a good snapshot."""
     sql, params = history_sql(f)
     # Bucket starts travel as epoch microseconds: building aware datetimes here is ~3x cheaper
     # than the driver's per-value time zone conversion (a year of 1h buckets is 50k+ rows).
     cursor = conn.execute(
-        f"SELECT * REPLACE (epoch_us(t) AS t) FROM ({sql}) ORDER BY gpu, provider, pricing, t",
+        f"SELECT * REPLACE (epoch_us(t) AS t) FROM ({sql}) "
+        "ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t",
         params,
     )
     columns = [d[0] for d in cursor.description]
@@ -82,23 +81,25 @@ def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[di
 
 
 def points_json_sql(history: str) -> str:
-    """Wrap a history query (`gpu, provider, pricing, t, min, ..., snapshots` rows) so that DuckDB
+    """Wrap a history query (`gpu, form_factor, provider, pricing, t, min, ...` rows) so that DuckDB
     returns one row per series with its points already as a JSON array: the API path, which would
     otherwise spend most of a year of 1 h buckets turning rows into Python objects and back."""
     return f"""
-        SELECT gpu, provider, pricing, CAST(to_json(list({{
+        SELECT gpu, form_factor, provider, pricing, CAST(to_json(list({{
             't': strftime(make_timestamp(epoch_us(t)), '%Y-%m-%dT%H:%M:%SZ'),
-            'min': min, 'p25': p25, 'median': median, 'max': max,
+            'min': min, 'min_available': min_available,
+            'p25': p25, 'median': median, 'max': max,
             'offers': offers, 'available': available, 'snapshots': snapshots
         }} ORDER BY t)) AS VARCHAR) AS points
-        FROM ({history}) GROUP BY gpu, provider, pricing ORDER BY gpu, provider, pricing
+        FROM ({history}) GROUP BY ALL
+        ORDER BY gpu, form_factor NULLS FIRST, provider, pricing
     """
 
 
 def price_history_json(
     conn: duckdb.DuckDBPyConnection, f: HistoryFilters
-) -> list[tuple[str, str, str, str]]:
-    """`(gpu, provider, pricing, points as a JSON array)` per series: the same points as
+) -> list[tuple[str, str | None, str, str, str]]:
+    """`(gpu, form_factor, provider, pricing, points as JSON)` per series: the same points as
     `price_history`, serialised by DuckDB."""
     sql, params = history_sql(f)
     return [tuple(row) for row in conn.execute(points_json_sql(sql), params).fetchall()]
@@ -119,7 +120,8 @@ def _bucket_start(interval: str) -> str:
 
 def history_sql(f: HistoryFilters) -> tuple[str, list[Any]]:
     params: list[Any] = []
-    # Summaries are per snapshot, GPU, provider and pricing, not per place or node: any other
+    # Summaries are per snapshot, GPU, form factor, provider and pricing, not per place or node:
+    # any other
     # filter rebuilds them from the raw observations, which cover the retention window. All
     # filters go inside, ahead of the per-snapshot quantiles: DuckDB does not push the
     # `IN (SELECT unnest(?))` semi join below the GROUP BY, so outside they would rebuild
@@ -128,6 +130,7 @@ def history_sql(f: HistoryFilters) -> tuple[str, list[Any]]:
         gpus=f.scope.gpus,
         providers=f.scope.providers,
         pricing=f.scope.pricing,
+        form_factor=f.scope.form_factor,
         include_unavailable=f.scope.include_unavailable,
     )
     where = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
@@ -137,9 +140,10 @@ def history_sql(f: HistoryFilters) -> tuple[str, list[Any]]:
         source = f"({_summaries_from_raw(where)})"
         where = ["TRUE"]
     sql = f"""
-        SELECT gpu, provider, pricing,
+        SELECT gpu, form_factor, provider, pricing,
                {_bucket_start(f.interval)} AS t,
-               min(min_price) AS min, median(p25_price) AS p25,
+               min(min_price) AS min, min(min_available_price) AS min_available,
+               median(p25_price) AS p25,
                median(median_price) AS median, max(max_price) AS max,
                CAST(round(avg(offer_count)) AS INTEGER) AS offers,
                CAST(round(avg(available_count)) AS INTEGER) AS available,
@@ -147,7 +151,7 @@ def history_sql(f: HistoryFilters) -> tuple[str, list[Any]]:
         FROM {source} AS s
         WHERE {" AND ".join(where)}
         GROUP BY ALL
-        ORDER BY gpu, provider, pricing, t
+        ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t
     """
     return sql, params
 
@@ -167,6 +171,35 @@ def snapshot_times(conn: duckdb.DuckDBPyConnection, as_of: datetime) -> list[dic
         ORDER BY provider
         """,
         [as_of],
+    )
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def cheapest_available_at(
+    conn: duckdb.DuckDBPyConnection,
+    at: datetime,
+    lookback: timedelta,
+    providers: frozenset[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The cheapest available USD per GPU-hour per (gpu, form_factor, pricing) across providers,
+    each provider as of its last good snapshot at or before `at` and no older than `lookback`."""
+    params: list[Any] = [at, at - lookback]
+    where = ["observed_at <= ?", "observed_at > ?"]
+    if providers is not None:
+        where.append("provider IN (SELECT unnest(?))")
+        params.append(sorted(providers))
+    cursor = conn.execute(
+        f"""
+        SELECT gpu, form_factor, pricing, min(min_available_price) AS price_per_gpu_hour
+        FROM (
+            SELECT * FROM price_summaries WHERE {" AND ".join(where)}
+            QUALIFY observed_at = max(observed_at) OVER (PARTITION BY provider)
+        )
+        WHERE min_available_price IS NOT NULL
+        GROUP BY ALL
+        """,
+        params,
     )
     columns = [d[0] for d in cursor.description]
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]

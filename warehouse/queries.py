@@ -12,6 +12,7 @@ import duckdb
 import pyarrow as pa
 
 from warehouse.offers import NEWEST_SNAPSHOT
+from warehouse.summaries import SUMMARISE_BATCH
 
 __all__ = [
     "OFFER_SCHEMA",
@@ -113,7 +114,7 @@ def insert_run(
         try:
             with _one_thread(conn):
                 conn.execute("INSERT INTO offer_observations BY NAME SELECT * FROM offer_batch")
-                conn.execute(_SUMMARISE_BATCH)
+                conn.execute(SUMMARISE_BATCH)
                 if _is_latest_snapshot(conn, run):
                     conn.execute("DELETE FROM current_offers WHERE provider = ?", [run.provider])
                     conn.execute("INSERT INTO current_offers BY NAME SELECT * FROM offer_batch")
@@ -153,16 +154,6 @@ def _one_thread(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
         conn.execute(f"SET threads = {int(threads[0]) if threads else 1}")
 
 
-_SUMMARISE_BATCH = """
-    INSERT INTO price_summaries
-    SELECT run_id, provider, observed_at, gpu, pricing,
-           min(price_per_gpu_hour), quantile_cont(price_per_gpu_hour, 0.25),
-           quantile_cont(price_per_gpu_hour, 0.5), max(price_per_gpu_hour),
-           count(*), count(*) FILTER (WHERE available)
-    FROM offer_batch
-    WHERE gpu IS NOT NULL
-    GROUP BY run_id, provider, observed_at, gpu, pricing
-"""
 
 
 def _is_latest_snapshot(conn: duckdb.DuckDBPyConnection, run: RunRow) -> bool:

@@ -58,10 +58,12 @@ def history(settings: Settings, query: HistoryQuery, fmt: str) -> None:
         writer.writerow(
             [
                 "gpu",
+                "form_factor",
                 "provider",
                 "pricing",
                 "t",
                 "min",
+                "min_available",
                 "p25",
                 "median",
                 "max",
@@ -73,7 +75,13 @@ def history(settings: Settings, query: HistoryQuery, fmt: str) -> None:
         for series in data["series"]:
             for pt in series["points"]:
                 writer.writerow(
-                    [series["gpu"], series["provider"], series["pricing"], *pt.values()]
+                    [
+                        series["gpu"],
+                        series["form_factor"] or "",
+                        series["provider"],
+                        series["pricing"],
+                        *pt.values(),
+                    ]
                 )
         return
     table = Table(

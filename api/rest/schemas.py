@@ -160,7 +160,10 @@ class QualityPage(BaseModel):
 
 class HistoryPointOut(BaseModel):
     t: datetime = Field(description="Bucket start, UTC")
-    min: float
+    min: float = Field(description="Cheapest listed offer, sold out or not")
+    min_available: float | None = Field(
+        default=None, description="Cheapest offer rentable then; null when none was (or unknown)"
+    )
     p25: float
     median: float
     max: float
@@ -171,6 +174,7 @@ class HistoryPointOut(BaseModel):
 
 class HistorySeriesOut(BaseModel):
     gpu: str
+    form_factor: str | None = Field(default=None, description="SXM, PCIe...: never merged")
     provider: str
     pricing: Pricing
     points: list[HistoryPointOut]

@@ -10,6 +10,7 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from api.web import query as _query
+from api.web.gpu_view import GPU_SORTS
 from api.web.offers_view import COLUMNS, age_words, duration_words, gpu_label
 from api.web.page import PageData, page_data
 from api.web.query import PageQuery
@@ -41,6 +42,7 @@ def templates() -> Jinja2Templates:
         chart_fields=_query.CHART_FIELDS,
         workload_fields=_query.WORKLOAD_FIELDS,
         intervals=_query.INTERVALS,
+        gpu_sorts=GPU_SORTS,
         default_workload=_query.WorkloadForm(),
     )
     return result

@@ -1,8 +1,12 @@
 """The price-history chart as SVG geometry: drawn on the server, no chart library, no script.
 
-One line per GPU × provider × pricing over the cheapest USD per GPU-hour of each bucket. A
-bucket with no good snapshot is absent from the history, and the line breaks there: a gap stays
-a gap (each unbroken run is its own `M ... L ...` subpath; a lone point is drawn as a dot).
+One line per GPU × form factor × provider × pricing (SXM and PCIe never merged) over the cheapest
+USD per GPU-hour among offers *available* in each bucket; the last point is the current snapshot's
+cheapest available offer, the figure the offers table shows. A line breaks only where points are
+further apart than a bucket plus 1.5 of the provider's own collection interval (it missed its
+schedule) or where nothing was available: a provider collected every 6 h draws a line across
+hourly buckets, not dots. Each unbroken run is its own `M ... L ...` subpath; a lone point is a
+dot. Spot lines are dashed with square markers, on-demand solid with round ones.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-__all__ = ["BUCKET", "Chart", "Line", "Marker", "Tick", "build_chart"]
+__all__ = ["BUCKET", "Chart", "Line", "Marker", "NowPrice", "SeriesKey", "Tick", "build_chart"]
 
 BUCKET: Mapping[str, timedelta] = {
     "1h": timedelta(hours=1),
@@ -44,6 +48,20 @@ Y_PAD = 0.08
 PALETTE = ("#0b5cad", "#c2410c", "#047857", "#7e22ce", "#9f1239", "#4d5b00", "#0e7490")
 """Line colours by provider: each has at least 4.5:1 contrast on white (WCAG 1.4.11 needs 3:1)."""
 PRICING_LABEL = {"on_demand": "on-demand", "spot": "spot"}
+SCHEDULE_SLACK = 1.5
+"""A provider's points stay joined while they are at most a bucket plus this many of its
+collection intervals apart: later than that, it missed a run."""
+
+SeriesKey = tuple[str, str | None, str, str]
+"""(gpu, form_factor, provider, pricing): one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class NowPrice:
+    """The current snapshot's cheapest available offer of one line."""
+
+    price_per_gpu_hour: float
+    observed_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,9 +82,10 @@ class Line:
     label: str
     provider: str
     pricing: str
+    form_factor: str | None
     color: str
     dashed: bool
-    """Spot lines are dashed, on-demand lines solid."""
+    """Spot lines are dashed with square markers, on-demand lines solid with round ones."""
     path: str
     markers: tuple[Marker, ...]
     latest: float
@@ -133,20 +152,22 @@ def _x_ticks(t0: datetime, t1: datetime) -> list[tuple[datetime, str]]:
     return ticks
 
 
-def _label(series: Mapping[str, Any], many_gpus: bool) -> str:
+def _label(series: Mapping[str, Any], many_gpus: bool, many_forms: bool) -> str:
     pricing = PRICING_LABEL.get(series["pricing"], series["pricing"])
-    prefix = f"{series['gpu']} · " if many_gpus else ""
-    return f"{prefix}{series['provider']} · {pricing}"
+    parts = [series["gpu"]] if many_gpus else []
+    if many_forms:
+        parts.append(series.get("form_factor") or "form factor unknown")
+    return " · ".join([*parts, series["provider"], pricing])
 
 
 Point = Mapping[str, Any]
 
 
-def _segments(points: Sequence[Point], step: timedelta) -> list[list[Point]]:
-    """Unbroken runs of points: a missing bucket between two points starts a new run."""
+def _segments(points: Sequence[Point], joined: timedelta) -> list[list[Point]]:
+    """Unbroken runs of points: two points further apart than `joined` start a new run."""
     runs: list[list[Point]] = []
     for point in points:
-        if runs and point["t"] - runs[-1][-1]["t"] <= step:
+        if runs and point["t"] - runs[-1][-1]["t"] <= joined:
             runs[-1].append(point)
         else:
             runs.append([point])
@@ -161,23 +182,64 @@ def _marked(runs: Sequence[Sequence[Point]]) -> list[Point]:
 
 
 def _title(label: str, point: Mapping[str, Any]) -> str:
+    if point.get("now"):
+        return (
+            f"{label}, now ({point['t']:%Y-%m-%d %H:%M} UTC): cheapest available "
+            f"${point['price']:.2f} per GPU-hour"
+        )
     return (
-        f"{label}, {point['t']:%Y-%m-%d %H:%M} UTC: cheapest ${point['min']:.2f}, "
-        f"median ${point['median']:.2f}, dearest ${point['max']:.2f} per GPU-hour "
-        f"({point['offers']} offers)"
+        f"{label}, {point['t']:%Y-%m-%d %H:%M} UTC: cheapest available ${point['price']:.2f}, "
+        f"cheapest listed ${point['min']:.2f}, median ${point['median']:.2f}, "
+        f"dearest ${point['max']:.2f} per GPU-hour ({point['available']} of {point['offers']} "
+        "offers available)"
     )
 
 
-def build_chart(history: Mapping[str, Any], until: datetime) -> Chart:
-    """Geometry for `pipeline.market.history.price_history(...)`'s answer, x up to `until`."""
+def _key(series: Mapping[str, Any]) -> SeriesKey:
+    return (series["gpu"], series.get("form_factor"), series["provider"], series["pricing"])
+
+
+def _priced_series(
+    history: Mapping[str, Any], now_prices: Mapping[SeriesKey, NowPrice]
+) -> dict[SeriesKey, list[dict[str, Any]]]:
+    """Each line's points with a `price` (available minimum), then its current price, if any."""
+    lines: dict[SeriesKey, list[dict[str, Any]]] = {}
+    for s in history["series"]:
+        points = [
+            {**p, "price": float(p["min_available"])}
+            for p in s["points"]
+            if p.get("min_available") is not None
+        ]
+        lines.setdefault(_key(s), []).extend(points)
+    wanted = set(history.get("gpus") or [history["gpu"]])
+    for key, now in now_prices.items():
+        if key[0] not in wanted:
+            continue
+        points = [p for p in lines.get(key, []) if p["t"] < now.observed_at]
+        points.append({"t": now.observed_at, "price": now.price_per_gpu_hour, "now": True})
+        lines[key] = points
+    return {key: points for key, points in lines.items() if points}
+
+
+def build_chart(
+    history: Mapping[str, Any],
+    until: datetime,
+    now_prices: Mapping[SeriesKey, NowPrice] | None = None,
+    intervals: Mapping[str, timedelta] | None = None,
+) -> Chart:
+    """Geometry for `pipeline.market.history.price_history(...)`'s answer, x up to `until`.
+
+    `now_prices` end each line at the current snapshot; `intervals` are the providers'
+    collection intervals (a line breaks where a provider missed one).
+    """
     step = BUCKET[history["interval"]]
-    series = [s for s in history["series"] if s["points"]]
+    series = _priced_series(history, now_prices or {})
     left, top = float(LEFT_PX), float(TOP_PX)
     right, bottom = float(WIDTH_PX - RIGHT_PX), float(HEIGHT_PX - BOTTOM_PX)
     if not series:
         return Chart(WIDTH_PX, HEIGHT_PX, left, top, right, bottom, (), (), ())
-    times = [p["t"] for s in series for p in s["points"]]
-    prices = [float(p["min"]) for s in series for p in s["points"]]
+    times = [p["t"] for points in series.values() for p in points]
+    prices = [p["price"] for points in series.values() for p in points]
     t0 = min(times)
     t1 = max(max(times), until - step)
     if t1 <= t0:
@@ -190,34 +252,40 @@ def build_chart(history: Mapping[str, Any], until: datetime) -> Chart:
     def y(price: float) -> float:
         return bottom - (price - y0) / (y1 - y0) * (bottom - top)
 
-    providers = sorted({s["provider"] for s in series})
-    many_gpus = len({s["gpu"] for s in series}) > 1
+    providers = sorted({key[2] for key in series})
+    many_gpus = len({key[0] for key in series}) > 1
+    many_forms = len({key[1] for key in series}) > 1
     lines = []
-    for s in sorted(series, key=lambda s: (s["gpu"], s["provider"], s["pricing"])):
-        label = _label(s, many_gpus)
-        runs = _segments(s["points"], step)
+    for key in sorted(series, key=lambda k: (k[0], k[1] or "", k[2], k[3])):
+        gpu, form_factor, provider, pricing = key
+        points = series[key]
+        meta = {"gpu": gpu, "form_factor": form_factor, "provider": provider, "pricing": pricing}
+        label = _label(meta, many_gpus, many_forms)
+        joined = step + SCHEDULE_SLACK * (intervals or {}).get(provider, timedelta(0))
+        runs = _segments(points, joined)
         path = " ".join(
-            "M" + " L".join(f"{x(p['t']):.1f},{y(float(p['min'])):.1f}" for p in run)
+            "M" + " L".join(f"{x(p['t']):.1f},{y(p['price']):.1f}" for p in run)
             for run in runs
             if len(run) > 1
         )
-        mins = [float(p["min"]) for p in s["points"]]
+        values = [p["price"] for p in points]
         lines.append(
             Line(
                 label=label,
-                provider=s["provider"],
-                pricing=s["pricing"],
-                color=PALETTE[providers.index(s["provider"]) % len(PALETTE)],
-                dashed=s["pricing"] == "spot",
+                provider=provider,
+                pricing=pricing,
+                form_factor=form_factor,
+                color=PALETTE[providers.index(provider) % len(PALETTE)],
+                dashed=pricing == "spot",
                 path=path,
                 markers=tuple(
-                    Marker(round(x(p["t"]), 1), round(y(float(p["min"])), 1), _title(label, p))
+                    Marker(round(x(p["t"]), 1), round(y(p["price"]), 1), _title(label, p))
                     for p in _marked(runs)
                 ),
-                latest=mins[-1],
-                low=min(mins),
-                high=max(mins),
-                points=len(mins),
+                latest=values[-1],
+                low=min(values),
+                high=max(values),
+                points=len(values),
                 gaps=len(runs) - 1,
             )
         )

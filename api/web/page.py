@@ -9,18 +9,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import ValidationError
 
 from api.rest.schemas_quotes import QuotesOut, WorkloadQuery, quotes_out
-from api.web.chart import Chart, build_chart
+from api.web.chart import Chart, NowPrice, SeriesKey, build_chart
+from api.web.gpu_view import CHANGE_SPANS, GpuRow, gpu_rows, past_key, sort_gpu_rows
 from api.web.offers_view import cheapest_per_gpu, sort_rows
 from api.web.query import PageQuery, WorkloadForm
 from pipeline.errors import PipelineError
 from pipeline.market.freshness import ProviderFreshness
-from pipeline.market.history import HistoryQuery, price_history
+from pipeline.market.history import HistoryQuery, cheapest_available_at, price_history
 from pipeline.market.offers import OfferQuery, current_offers, gpu_specs
 from pipeline.market.serving import answer_offers
 from pipeline.settings import Settings
@@ -32,6 +33,8 @@ from warehouse import Warehouse
 __all__ = ["GpuGroup", "PageData", "page_data"]
 
 QUOTES_SHOWN = 10
+PAST_LOOKBACK = timedelta(days=1)
+"""A price "24 h ago" is each provider's last snapshot up to a day before that."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +54,8 @@ class PageData:
     provider_names: list[str]
     gpu_groups: list[GpuGroup]
     models: list[str]
+    gpus: list[GpuRow] = field(default_factory=list)
+    """The first view: one row per GPU with an available offer."""
     offers: list[Mapping[str, Any]] = field(default_factory=list)
     offers_total: int = 0
     chart_gpu: str | None = None
@@ -108,6 +113,33 @@ def _quote(warehouse: Warehouse, query: PageQuery, form: WorkloadForm) -> Quotes
     return quotes_out(quote_offers(warehouse, workload.request()))
 
 
+def _now_prices(rows: Sequence[Mapping[str, Any]]) -> dict[SeriesKey, NowPrice]:
+    """The cheapest available offer per chart line in the current snapshot: where lines end."""
+    now: dict[SeriesKey, NowPrice] = {}
+    for row in rows:
+        if not row["available"] or not row["gpu"]:
+            continue
+        key = (row["gpu"], row.get("form_factor"), row["provider"], row["pricing"])
+        price = float(row["price_per_gpu_hour"])
+        if key not in now or price < now[key].price_per_gpu_hour:
+            now[key] = NowPrice(price, row["observed_at"])
+    return now
+
+
+def _gpus(
+    warehouse: Warehouse, query: PageQuery, rows: Sequence[Mapping[str, Any]], now: datetime
+) -> list[GpuRow]:
+    providers = (query.provider,) if query.provider else ()
+    past = {
+        span: {
+            past_key(r): float(r["price_per_gpu_hour"])
+            for r in cheapest_available_at(warehouse, now - ago, PAST_LOOKBACK, providers)
+        }
+        for span, ago in CHANGE_SPANS.items()
+    }
+    return sort_gpu_rows(gpu_rows(rows, past), query.gpu_sort)
+
+
 def _validation_message(exc: ValidationError) -> str:
     first = exc.errors()[0]
     where = ".".join(str(part) for part in first["loc"])
@@ -136,6 +168,7 @@ def page_data(
         page.errors["filters"] = str(exc)
         return page
     page.offers_total = len(rows)
+    page.gpus = _gpus(warehouse, query, rows, now)
     shown = cheapest_per_gpu(rows) if query.view == "cheapest" else rows
     page.offers = sort_rows(shown, query.sort, descending=query.order == "desc")
     counts = Counter(row["gpu"] for row in rows if row["gpu"])
@@ -151,7 +184,8 @@ def page_data(
             ),
             now,
         )
-        page.chart = build_chart(history, now)
+        intervals = {name: settings.interval(name) for name in page.provider_names}
+        page.chart = build_chart(history, now, _now_prices(rows), intervals)
     if query.workload is not None:
         try:
             page.quotes = _quote(warehouse, query, query.workload)

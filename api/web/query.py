@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import urlencode
 
+from api.web.gpu_view import GPU_SORTS, GpuSort
 from api.web.offers_view import SORT_KEYS, View
 
 __all__ = [
@@ -31,7 +32,7 @@ METHODS = ("qlora", "lora", "full")
 Order = Literal["asc", "desc"]
 
 FILTER_FIELDS = ("gpu", "provider", "pricing", "include_unavailable")
-TABLE_FIELDS = ("view", "sort", "order")
+TABLE_FIELDS = ("gpu_sort", "view", "sort", "order")
 CHART_FIELDS = ("interval",)
 WORKLOAD_FIELDS = ("model", "method", "tokens", "seq_len", "include_spot")
 """Which form sends which fields: each form carries the others' as hidden inputs."""
@@ -65,6 +66,8 @@ class PageQuery:
     provider: str | None = None
     pricing: str | None = None
     include_unavailable: bool = False
+    gpu_sort: GpuSort = "vram"
+    """Order of the first view, one row per GPU."""
     view: View = "cheapest"
     sort: str = "price_per_gpu_hour"
     order: Order = "asc"
@@ -92,6 +95,7 @@ class PageQuery:
             provider=_text(params, "provider"),
             pricing=choice("pricing", PRICINGS, None),
             include_unavailable=_flag(params, "include_unavailable"),
+            gpu_sort=choice("gpu_sort", tuple(GPU_SORTS), "vram"),
             view=choice("view", ("cheapest", "all"), "cheapest"),
             sort=choice("sort", SORT_KEYS, "price_per_gpu_hour"),
             order=choice("order", ("asc", "desc"), "asc"),

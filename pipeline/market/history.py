@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
@@ -20,6 +21,7 @@ from warehouse.offers import offers_sql
 __all__ = [
     "HistoryQuery",
     "check_as_of",
+    "cheapest_available_at",
     "export_history",
     "export_offers",
     "export_partitioned",
@@ -48,9 +50,9 @@ class HistoryQuery(OfferScope):
     until: AwareDatetime | None = Field(None, description="End (ISO 8601, exclusive)")
 
 
-HISTORY_SCOPE = PLACE_SCOPE
-"""History is kept per snapshot summary (GPU, provider, pricing) and raw observations for the
-retention window; node details are not filters of history."""
+HISTORY_SCOPE = PLACE_SCOPE | {"form_factor"}
+"""History is kept per snapshot summary (GPU, form factor, provider, pricing) and raw
+observations for the retention window; prices and node details are not filters of history."""
 
 
 def _filters(query: HistoryQuery, now: datetime) -> h.HistoryFilters:
@@ -66,13 +68,14 @@ def _filters(query: HistoryQuery, now: datetime) -> h.HistoryFilters:
 
 
 def price_history(warehouse: Warehouse, query: HistoryQuery, now: datetime) -> dict[str, Any]:
-    """`{"gpu", "interval", "since", "until", "series": [{gpu, provider, pricing, points}]}`."""
+    """`{"gpu", "interval", "since", "until", "series": [{gpu, form_factor, provider, pricing,
+    points}]}`: SXM and PCIe of one GPU are separate series."""
     filters = _filters(query, now)
     with warehouse.cursor() as cur:
         rows = h.price_history(cur, filters)
-    series: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+    series: dict[tuple[str, str | None, str, str], list[dict[str, Any]]] = {}
     for row in rows:
-        key = (row.pop("gpu"), row.pop("provider"), row.pop("pricing"))
+        key = (row.pop("gpu"), row.pop("form_factor"), row.pop("provider"), row.pop("pricing"))
         series.setdefault(key, []).append(row)
     return {
         "gpu": query.gpu,
@@ -81,8 +84,14 @@ def price_history(warehouse: Warehouse, query: HistoryQuery, now: datetime) -> d
         "since": filters.since,
         "until": filters.until,
         "series": [
-            {"gpu": gpu, "provider": provider, "pricing": pricing, "points": points}
-            for (gpu, provider, pricing), points in series.items()
+            {
+                "gpu": gpu,
+                "form_factor": form_factor,
+                "provider": provider,
+                "pricing": pricing,
+                "points": points,
+            }
+            for (gpu, form_factor, provider, pricing), points in series.items()
         ],
     }
 
@@ -105,14 +114,24 @@ def price_history_json(warehouse: Warehouse, query: HistoryQuery, now: datetime)
         "series": [
             {
                 "gpu": gpu,
+                "form_factor": form_factor,
                 "provider": provider,
                 "pricing": pricing,
                 "points": orjson.Fragment(points),
             }
-            for gpu, provider, pricing, points in series
+            for gpu, form_factor, provider, pricing, points in series
         ],
     }
     return orjson.dumps(body, option=orjson.OPT_UTC_Z)
+
+
+def cheapest_available_at(
+    warehouse: Warehouse, at: datetime, lookback: timedelta, providers: Sequence[str] = ()
+) -> list[dict[str, Any]]:
+    """`{gpu, form_factor, pricing, price_per_gpu_hour}`: the cheapest available offer of each
+    GPU as the providers' last snapshots at `at` (none older than `lookback`) listed it."""
+    with warehouse.cursor() as cur:
+        return h.cheapest_available_at(cur, at, lookback, frozenset(providers) or None)
 
 
 def check_as_of(as_of: datetime, now: datetime, retention: timedelta) -> None:

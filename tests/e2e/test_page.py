@@ -12,7 +12,8 @@ from tests.e2e.seed import FRESH_PROVIDERS, STALE_PROVIDER
 
 pytestmark = needs_chromium
 
-NARROW_PX = 375
+PHONE_PX = 390
+"""The narrowest common phone in portrait (issue 22 measured the page at 390 px)."""
 
 
 def _dollars(text: str) -> float:
@@ -54,11 +55,11 @@ def test_choosing_h100_filters_the_table_and_redraws_the_chart(page):
     assert page.text_content("#chart-gpu") == "H100-80GB"
     lines = page.eval_on_selector_all(
         "#chart .series",
-        "gs => gs.map(g => [g.dataset.series, g.querySelector('path')?.getAttribute('d') ?? ''])",
+        "gs => gs.map(g => ({...g.dataset, d: g.querySelector('path')?.getAttribute('d') ?? ''}))",
     )
-    assert {label.split(" · ")[0] for label, _ in lines} >= {STALE_PROVIDER, *FRESH_PROVIDERS}
-    runpod = dict(lines)["runpod · on-demand"]
-    assert runpod.count("M") == 2  # four missed runs: the line breaks instead of bridging them
+    assert {line["provider"] for line in lines} >= {STALE_PROVIDER, *FRESH_PROVIDERS}
+    runpod = [ln["d"] for ln in lines if (ln["provider"], ln["pricing"]) == ("runpod", "on_demand")]
+    assert runpod and all(d.count("M") == 2 for d in runpod)  # four missed runs: a break
 
     page.select_option("#interval", "1d")
     page.wait_for_selector('#chart[data-interval="1d"][data-gpu="H100-80GB"]')
@@ -107,7 +108,7 @@ def test_without_javascript_the_table_still_renders_and_filters(browser, base_ur
         assert page.get_attribute("html", "class") == "no-js"
         assert len(_rows(page)) > 10
         page.select_option("#gpu", "H100-80GB")
-        page.click("#offers form button[type=submit]")  # a plain GET form
+        page.click("#gpus form button[type=submit]")  # a plain GET form
         page.wait_for_url("**gpu=H100-80GB**")
         assert {r["gpu"] for r in _rows(page)} == {"H100-80GB"}
         page.click("#offers-table thead a:text('$/hour')")  # sorting is a plain link too
@@ -121,16 +122,79 @@ def test_without_javascript_the_table_still_renders_and_filters(browser, base_ur
         context.close()
 
 
-def test_the_page_fits_a_375px_screen(browser, base_url, artifacts):
-    context = browser.new_context(viewport={"width": NARROW_PX, "height": 800}, base_url=base_url)
+def test_on_a_390px_phone_nothing_scrolls_sideways_and_prices_are_on_screen(
+    browser, base_url, artifacts
+):
+    context = browser.new_context(
+        viewport={"width": PHONE_PX, "height": 844}, base_url=base_url, is_mobile=True
+    )
     try:
         page = context.new_page()
         page.goto("/?gpu=H100-80GB&model=Llama-3.1-8B&method=qlora&tokens=50M&seq_len=2048")
-        width = page.evaluate("document.documentElement.scrollWidth")
-        assert width <= NARROW_PX  # wide tables scroll inside their own box, not the page
-        page.screenshot(path=artifacts / "page-375.png", full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE_PX
+        prices = ("#offers-table tbody tr[data-provider]", "#gpu-table", "#quotes-table")
+        for selector in (f"{table} .price" for table in prices):
+            box = page.locator(selector).first.bounding_box()
+            assert box and box["x"] >= 0 and box["x"] + box["width"] <= PHONE_PX, selector
+        controls = page.eval_on_selector_all(
+            "main select, main input:not([type=hidden]), main button",
+            "els => els.filter(e => e.offsetParent).map(e => {"
+            " const r = e.getBoundingClientRect(); return [e.id || e.name, r.left, r.right]; })",
+        )
+        cut = [
+            (name, left, right)
+            for name, left, right in controls
+            if not 0 <= left < right <= PHONE_PX
+        ]
+        assert controls and cut == []  # every dropdown, field and button fits the screen
+        page.screenshot(path=artifacts / "page-390.png", full_page=True)
     finally:
         context.close()
+
+
+def _gpu_view(page) -> list[dict[str, str]]:
+    return page.eval_on_selector_all(
+        "#gpu-table tbody tr[data-gpu]", "rows => rows.map(r => ({...r.dataset}))"
+    )
+
+
+def test_the_first_view_lists_one_row_per_gpu_with_the_cheapest_available_prices(page, base_url):
+    offers = httpx.get(f"{base_url}/offers").json()["offers"]
+    expected: dict[tuple[str, str, str], float] = {}
+    for o in offers:
+        if o["available"] and o["gpu"]:
+            key = (o["gpu"], o["form_factor"] or "", o["pricing"])
+            expected[key] = min(expected.get(key, o["price_per_gpu_hour"]), o["price_per_gpu_hour"])
+    page.goto("/")
+    rows = [r for r in _gpu_view(page) if r["gpu"]]
+    assert len({(r["gpu"], r["formFactor"]) for r in rows}) == len(rows)  # one row per GPU
+    shown = {
+        (r["gpu"], r["formFactor"], pricing): float(r[field])
+        for r in rows
+        for pricing, field in (("on_demand", "onDemand"), ("spot", "spot"))
+        if r[field]
+    }
+    assert shown == expected
+    vram = [float(r["vram"] or 0) for r in _gpu_view(page)]
+    assert vram == sorted(vram, reverse=True) and vram[0] >= 80  # no 8 GB card on top
+
+    page.click("#gpu-sort a:text('Cheapest on-demand')")
+    page.wait_for_url("**gpu_sort=price**")
+    prices = [float(r["onDemand"]) for r in _gpu_view(page) if r["onDemand"]]
+    assert prices == sorted(prices)
+
+
+def test_the_charts_now_is_the_tables_cheapest_available_offer(page):
+    page.goto("/?gpu=H100-80GB")
+    table = {
+        (r["provider"], r["pricing"], r["formFactor"]): float(r["price"])
+        for r in page.eval_on_selector_all(
+            "#offers-table tbody tr[data-provider]", "rows => rows.map(r => ({...r.dataset}))"
+        )
+    }
+    legend = page.eval_on_selector_all(".legend li", "ls => ls.map(l => ({...l.dataset}))")
+    now = {(li["provider"], li["pricing"], li["formFactor"]): float(li["now"]) for li in legend}
+    assert table and now == table
 
 
 def test_screenshot_of_the_page(page, artifacts):

@@ -39,3 +39,41 @@ def test_a_transaction_that_fails_leaves_nothing_behind(warehouse):
         conn.execute("INSERT INTO no_such_table VALUES (1)")
     with warehouse.cursor() as cur:
         assert cur.execute("SELECT count(*) FROM quarantine").fetchone() == (0,)
+
+
+def test_migration_0010_rebuilds_kept_summaries_with_form_factor_and_available_minimum(db_path):
+    from datetime import UTC, datetime
+
+    from pipeline.collection.collect import run_collection
+    from tests.conftest import FIXTURES
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    with Warehouse.open(db_path) as warehouse:
+        run_collection(
+            ["lambda"],
+            warehouse,
+            replays={"lambda": FIXTURES / "lambda_instance_types.json"},
+            now=lambda: at,
+        )
+        with warehouse.transaction() as conn:  # back to the layout before 0010
+            conn.execute("ALTER TABLE price_summaries DROP COLUMN form_factor")
+            conn.execute("ALTER TABLE price_summaries DROP COLUMN min_available_price")
+            conn.execute("DELETE FROM schema_version WHERE version = 10")
+            old = "INSERT INTO price_summaries VALUES (?, 'lambda', ?, 'A10', 'on_demand', ?, ?)"
+            prices = [1.0, 1.0, 1.5, 2.0]
+            conn.execute(old.replace("?)", "?, ?, ?, ?, ?)"), ["pruned-all", at, *prices, 3, 3])
+            conn.execute(old.replace("?)", "?, ?, ?, ?, ?)"), ["pruned-some", at, *prices, 3, 1])
+    with Warehouse.open(db_path) as warehouse, warehouse.cursor() as cur:
+        rows = cur.execute(
+            "SELECT run_id, gpu, form_factor, min_price, min_available_price, available_count"
+            " FROM price_summaries"
+        ).fetchall()
+        raw = cur.execute(
+            "SELECT gpu, form_factor, min(price_per_gpu_hour) FILTER (WHERE available)"
+            " FROM offer_observations WHERE gpu IS NOT NULL GROUP BY ALL"
+        ).fetchall()
+    pruned = {r[0]: r[4] for r in rows if r[0].startswith("pruned")}
+    assert pruned == {"pruned-all": 1.0, "pruned-some": None}  # unknown stays unknown
+    rebuilt = {(r[1], r[2]): r[4] for r in rows if not r[0].startswith("pruned")}
+    assert rebuilt == {(gpu, form): price for gpu, form, price in raw}
+    assert any(form is not None for _, form in rebuilt)

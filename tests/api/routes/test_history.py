@@ -154,8 +154,8 @@ def test_history_export_as_csv_has_a_header_and_iso_times(history_client):
         "/export/history.csv", params={"gpu": "H100-80GB", "since": "2026-03-01T00:00:00Z"}
     )
     lines = response.text.splitlines()
-    assert lines[0].split(",")[:4] == ["gpu", "provider", "pricing", "t"]
-    assert datetime.fromisoformat(lines[1].split(",")[3]) == T0
+    assert lines[0].split(",")[:5] == ["gpu", "form_factor", "provider", "pricing", "t"]
+    assert datetime.fromisoformat(lines[1].split(",")[4]) == T0
 
 
 def test_unknown_export_format_is_422(history_client):
@@ -205,8 +205,27 @@ def test_the_api_body_from_duckdb_json_matches_the_python_history(
     assert body["series"] and all(p["t"].endswith("Z") for s in body["series"] for p in s["points"])
 
 
-@pytest.mark.parametrize("field", ["form_factor=SXM", "max_price_per_gpu=2", "min_gpu_count=8"])
+@pytest.mark.parametrize(
+    "field", ["max_price_per_gpu=2", "min_gpu_count=8", "include_unavailable=1"]
+)
 def test_history_refuses_filters_it_does_not_apply(history_client, field):
     name, value = field.split("=")
     response = history_client.get("/prices/history", params={"gpu": "H100", name: value})
     assert response.status_code == 422 and name in response.text
+
+
+def test_history_keeps_the_available_minimum_beside_the_listed_one(warehouse, db_path, tmp_path):
+    body = orjson.loads(body_with_h100_prices(1.0))
+    cheapest = next(r for r in body["offers"] if r["id"] == 90_000)  # $1.00 per GPU-hour
+    cheapest["rented"] = True
+    path = tmp_path / "vast.json"
+    path.write_bytes(orjson.dumps(body))
+    run_collection(["vastai"], warehouse, replays={"vastai": path}, now=lambda: T0)
+    settings = Settings(db=db_path, scheduler=False)
+    with TestClient(create_app(settings, warehouse, clock=lambda: NOW)) as client:
+        [point] = h100_on_demand(client)
+        [series] = client.get("/prices/history", params={"gpu": "H100-80GB"}).json()["series"]
+    assert point["min"] == pytest.approx(1.0)  # listed, sold out
+    assert point["min_available"] == pytest.approx(1.5)  # the cheapest one could rent
+    assert (point["offers"], point["available"]) == (3, 2)
+    assert "form_factor" in series

@@ -87,9 +87,12 @@ def test_the_chart_breaks_its_lines_where_buckets_are_missing(web):
     page = soup(web.get("/", params={"gpu": "H100-80GB"}))
     paths = [g.select_one("path") for g in page.select("#chart .series")]
     assert paths and all(p is None for p in paths)  # two points three hours apart: no line
-    dots = page.select("#chart .series circle")
+    dots = page.select("#chart .series .marker")
     assert len(dots) == 2 * len(paths)
     assert "cheapest" in dots[0].title.text
+    spot = page.select("#chart .series.spot .marker")
+    assert spot and all(m.name == "rect" for m in spot)  # spot: squares, on-demand: dots
+    assert all(m.name == "circle" for m in page.select("#chart .series.on_demand .marker"))
 
 
 def test_the_page_is_made_for_a_375px_screen(web):
@@ -136,7 +139,7 @@ def test_a_bad_workload_is_explained_beside_the_form(web):
 def test_an_unknown_gpu_says_what_to_fix(web):
     response = web.get("/", params={"gpu": "H1000"})
     assert response.status_code == 422
-    assert "Unknown GPU 'H1000'" in soup(response).select_one("#offers .alert").text
+    assert "Unknown GPU 'H1000'" in soup(response).select_one("#gpus .alert").text
 
 
 def test_a_stale_provider_is_flagged(web, clock):
@@ -163,3 +166,78 @@ def test_provider_health_lists_each_provider_with_its_last_error(web, collected)
     assert health["lambda"].select_one(".status").text == "failed"
     assert "LAMBDA_API_KEY is not set" in health["lambda"].select_one(".error-text").text
     assert "its last run failed" in page.select_one("#stale-warning").text
+
+
+def gpu_view_rows(page: BeautifulSoup) -> list:
+    return page.select("#gpu-table tbody tr[data-gpu]")
+
+
+def _price(value: str) -> float | None:
+    return float(value) if value else None
+
+
+def test_the_first_view_lists_one_row_per_gpu_with_its_cheapest_available_prices(web):
+    offers = [o for o in web.get("/offers").json()["offers"] if o["available"]]
+    expected: dict[tuple, dict[str, float]] = {}
+    for o in offers:
+        best = expected.setdefault((o["gpu"] or "", o["form_factor"] or ""), {})
+        price = o["price_per_gpu_hour"]
+        best[o["pricing"]] = min(best.get(o["pricing"], price), price)
+    rows = gpu_view_rows(soup(web.get("/")))
+    shown = {
+        (r["data-gpu"], r["data-form-factor"]): {
+            k: v
+            for k, v in (
+                ("on_demand", _price(r["data-on-demand"])),
+                ("spot", _price(r["data-spot"])),
+            )
+            if v is not None
+        }
+        for r in rows
+        if r["data-gpu"]
+    }
+    assert len(shown) == len([r for r in rows if r["data-gpu"]])  # one row per GPU
+    assert shown == {k: v for k, v in expected.items() if k[0]}
+
+
+def test_the_first_view_puts_the_most_memory_first_and_sorts_by_price_on_request(web):
+    by_vram = [_price(r["data-vram"]) or 0.0 for r in gpu_view_rows(soup(web.get("/")))]
+    assert by_vram == sorted(by_vram, reverse=True) and by_vram[0] >= 80
+    page = soup(web.get("/", params={"gpu_sort": "price"}))
+    prices = [_price(r["data-on-demand"]) for r in gpu_view_rows(page)]
+    known = [p for p in prices if p is not None]
+    assert known == sorted(known) and prices[: len(known)] == known  # no on-demand: last
+    assert page.select_one("#gpu-sort strong").text == "Cheapest on-demand"
+
+
+def test_the_first_view_shows_how_the_cheapest_price_moved_since_yesterday(web, collected):
+    run_collection(
+        ["vastai"],
+        collected,
+        replays={"vastai": FIXTURES / "vastai_bundles.json"},
+        now=lambda: OBSERVED_AT - timedelta(hours=24, minutes=10),  # same prices, a day ago
+    )
+    rows = gpu_view_rows(soup(web.get("/")))
+    day = {r.select("td.change")[0].get_text(" ", strip=True) for r in rows if r["data-gpu"]}
+    week = {r.select("td.change")[1].get_text(" ", strip=True) for r in rows}
+    assert day <= {"+0.0%", "+0.0% spot"} and "+0.0%" in day
+    assert week == {"—"}  # no snapshot a week ago
+
+
+def test_the_chart_ends_each_line_at_the_tables_cheapest_available_offer(web):
+    page = soup(web.get("/", params={"gpu": "A100-80GB"}))
+    table = {
+        (row["data-provider"], row["data-pricing"]): (
+            float(row["data-price"]),
+            row.select_one(".price").text,
+        )
+        for row in offer_rows(page)
+    }
+    legend = {
+        (li["data-provider"], li["data-pricing"]): (
+            float(li["data-now"]),
+            li.select_one(".muted").text.removeprefix("now "),
+        )
+        for li in page.select(".legend li")
+    }
+    assert legend and legend == table

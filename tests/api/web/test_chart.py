@@ -2,16 +2,22 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from api.web.chart import build_chart
+from api.web.chart import NowPrice, build_chart
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)
 
 
-def point(hours: int, price: float) -> dict:
+SAME = object()
+
+
+def point(hours: int, price: float, available: float | None | object = SAME) -> dict:
+    """A bucket whose listed minimum is `price`; `available`: its available minimum (None: all
+    sold out; by default the same, everything rentable)."""
     return {
         "t": T0 + hours * HOUR,
         "min": price,
+        "min_available": price if available is SAME else available,
         "p25": price,
         "median": price,
         "max": price,
@@ -21,13 +27,21 @@ def point(hours: int, price: float) -> dict:
     }
 
 
-def history(*series: tuple[str, str, list[dict]], interval: str = "1h") -> dict:
+def history(*series: tuple, interval: str = "1h") -> dict:
+    """`(provider, pricing, points)` or `(provider, pricing, points, form_factor)` per series."""
     return {
         "gpu": "H100-80GB",
+        "gpus": ["H100-80GB"],
         "interval": interval,
         "series": [
-            {"gpu": "H100-80GB", "provider": p, "pricing": pr, "points": pts}
-            for p, pr, pts in series
+            {
+                "gpu": "H100-80GB",
+                "form_factor": rest[0] if rest else None,
+                "provider": p,
+                "pricing": pr,
+                "points": pts,
+            }
+            for p, pr, pts, *rest in series
         ],
     }
 
@@ -77,3 +91,51 @@ def test_axes_have_round_labels():
 
 def test_no_history_is_an_empty_chart():
     assert build_chart(history(), until=T0).empty
+
+
+def test_a_provider_collected_every_6_hours_is_a_line_until_it_misses_a_run():
+    hours = [0, 6, 12, 18, 30, 36]  # the run due at hour 24 never came
+    points = [point(h, 2.0 + h / 100) for h in hours]
+    chart = build_chart(
+        history(("coreweave", "on_demand", points)),
+        until=T0 + 36 * HOUR,
+        intervals={"coreweave": timedelta(hours=6)},
+    )
+    [line] = chart.lines
+    assert line.path.count("M") == 2 and line.gaps == 1
+    assert line.path.count("L") == 4  # 0-6-12-18 and 30-36: joined across the hourly buckets
+
+
+def test_the_line_follows_available_offers_and_breaks_where_everything_was_sold_out():
+    points = [point(0, 1.0, 2.0), point(1, 1.0, None), point(2, 1.5, 2.5), point(3, 1.5, 2.5)]
+    chart = build_chart(history(("lambda", "on_demand", points)), until=T0 + 3 * HOUR)
+    [line] = chart.lines
+    assert (line.low, line.high, line.points) == (2.0, 2.5, 3)  # sold-out $1.00 never drawn
+    assert line.gaps == 1
+
+
+def test_the_last_point_is_the_current_cheapest_available_offer():
+    points = [point(0, 2.0), point(1, 1.8)]
+    now = NowPrice(price_per_gpu_hour=2.4, observed_at=T0 + HOUR + timedelta(minutes=40))
+    chart = build_chart(
+        history(("lambda", "on_demand", points, "SXM")),
+        until=T0 + 2 * HOUR,
+        now_prices={("H100-80GB", "SXM", "lambda", "on_demand"): now},
+    )
+    [line] = chart.lines
+    assert line.latest == 2.4 and line.points == 3 and line.path.count("L") == 2
+    assert "now" in line.markers[-1].title and line.markers[-1].x > line.markers[-2].x
+
+
+def test_sxm_and_pcie_are_separate_lines_named_by_form_factor():
+    chart = build_chart(
+        history(
+            ("lambda", "on_demand", [point(0, 2.5), point(1, 2.6)], "SXM"),
+            ("lambda", "on_demand", [point(0, 1.9), point(1, 2.0)], "PCIe"),
+        ),
+        until=T0 + HOUR,
+    )
+    lines = {line.label: line for line in chart.lines}
+    assert set(lines) == {"PCIe · lambda · on-demand", "SXM · lambda · on-demand"}
+    assert lines["SXM · lambda · on-demand"].latest == 2.6
+    assert lines["PCIe · lambda · on-demand"].latest == 2.0

@@ -1,0 +1,25 @@
+"""The per-snapshot price summaries (`price_summaries`), as ingest and history rebuild them."""
+
+from __future__ import annotations
+
+__all__ = ["SUMMARISE_BATCH", "SUMMARY_AGGREGATES"]
+
+SUMMARY_AGGREGATES = """
+    min(price_per_gpu_hour) AS min_price,
+    quantile_cont(price_per_gpu_hour, 0.25) AS p25_price,
+    quantile_cont(price_per_gpu_hour, 0.5) AS median_price,
+    max(price_per_gpu_hour) AS max_price,
+    count(*) AS offer_count,
+    count(*) FILTER (WHERE available) AS available_count,
+    min(price_per_gpu_hour) FILTER (WHERE available) AS min_available_price
+"""
+"""One snapshot's figures over its offers: ingest, history rebuilt from raw, bench/history.py."""
+
+SUMMARISE_BATCH = f"""
+    INSERT INTO price_summaries BY NAME
+    SELECT run_id, provider, observed_at, gpu, form_factor, pricing, {SUMMARY_AGGREGATES}
+    FROM offer_batch
+    WHERE gpu IS NOT NULL
+    GROUP BY run_id, provider, observed_at, gpu, form_factor, pricing
+"""
+"""Summaries of the run registered as `offer_batch`, in the run's transaction."""
