@@ -35,6 +35,9 @@ _WORKLOAD_KEYS = frozenset(
         "optimizer",
         "lora_rank",
         "profile",
+        "packing",
+        "flash_attention",
+        "lora_targets",
     }
 )
 _FILTER_KEYS = frozenset(
