@@ -180,3 +180,52 @@ def test_a_config_json_file_stands_in_for_an_unknown_model(tmp_path):
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["workload"]["params_b"] == pytest.approx(8.03, abs=0.01)
+
+
+def test_form_factor_sets_the_variant_and_the_quote_names_layout_and_form_factor():
+    base = ("--model", "Llama-3.1-8B", "--method", "full", "--tokens", "100M", "--format", "json")
+    hardware = ("--gpu", "H100 80GB", "--gpus", "8")
+    vague = json.loads(run(*base, *hardware).stdout)["fit"]
+    pcie = json.loads(run(*base, *hardware, "--form-factor", "pcie").stdout)["fit"]
+    assert vague["form_factor"] == "SXM" and pcie["form_factor"] == "PCIe"
+    assert vague["hours"] < pcie["hours"] and vague["hours_range"][1] >= pcie["hours"]
+    assert vague["layout"] == pcie["layout"] == "zero2"
+    assert any("faster variant" in note for note in vague["notes"])
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [("--form-factor", "SXM"), ("--gpu", "L40S", "--gpus", "1", "--form-factor", "SXM")],
+)
+def test_a_form_factor_without_gpu_or_that_the_gpu_lacks_exits_2(extra):
+    result = run("--model", "Llama-3.1-8B", "--method", "lora", "--tokens", "1M", *extra)
+    assert result.exit_code == 2
+    assert "Invalid value for --form-factor" in result.output
+
+
+def test_packing_flash_attention_and_lora_targets_reach_the_workload():
+    result = run(
+        "--model",
+        "Llama-3.1-8B",
+        "--method",
+        "lora",
+        "--tokens",
+        "10M",
+        "--gpu",
+        "A100-80GB",
+        "--gpus",
+        "1",
+        "--no-packing",
+        "--no-flash-attention",
+        "--lora-targets",
+        "attention",
+        "--format",
+        "json",
+    )
+    assert result.exit_code == 0, result.output
+    workload = json.loads(result.stdout)["workload"]
+    assert (workload["packing"], workload["flash_attention"], workload["lora_targets"]) == (
+        False,
+        False,
+        "attention",
+    )

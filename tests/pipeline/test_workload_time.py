@@ -292,3 +292,14 @@ def test_gpu_type_carries_what_the_time_model_needs() -> None:
     (variant,) = [v for v in CATALOG.variants_of("H100-80GB") if str(v.form_factor) == "SXM"]
     kind = gpu_type(variant)
     assert (kind.mem_bw_gbps, kind.form_factor, kind.nvlink) == (3350, "SXM", True)
+
+
+def test_a_saved_workload_alert_takes_the_same_inputs() -> None:
+    from pipeline.alerts import AlertKind, Condition
+    from pipeline.alerts.workloads import quote_request
+
+    saved = {"model": "Llama-3.1-8B", "method": "lora", "tokens": "50M", "packing": True}
+    saved |= {"flash_attention": False, "lora_targets": "attention"}
+    condition = Condition(AlertKind.WORKLOAD, workload=saved, below_cost_usd=5.0)
+    w = quote_request(condition).workload
+    assert (w.packing, w.flash_attention, w.lora_targets) == (True, False, "attention")
