@@ -108,27 +108,30 @@ def _conservative(variants: list[GpuVariant]) -> GpuVariant:
 
 
 def _variants(cat: Catalog, gpu: str, form_factor: str | None) -> tuple[list[GpuVariant], str]:
-    """The catalog rows the hours may assume, and a note when a family name picked one id.
+    """The catalog rows the hours may assume, and a note when the choice needs saying.
 
     A spelling that names a form factor (`A100-SXM4-80GB`, `H100 PCIe`) fixes it, unless
-    `form_factor` is given; `A100-80GB` or `H100 80GB` leave it open.
+    `form_factor` is given; `A100-80GB` or `H100 80GB` leave it open. A family (`A100`) means
+    its smallest variant (in that form factor, if given).
     """
     resolved = cat.resolve(gpu)
     ids = {resolved.gpu} if resolved.gpu else cat.ids_for_query(gpu)
     variants = [v for gpu_id in sorted(ids) for v in cat.variants_of(gpu_id)]
-    chosen = _conservative(variants).id
-    note = ""
-    if len(ids) > 1:
-        note = f"'{gpu}' has several variants; assumed {chosen}, the smallest"
-    variants = [v for v in variants if v.id == chosen]
     wanted = form_factor or (str(resolved.form_factor) if resolved.form_factor else None)
-    if wanted is None:
-        return variants, note
-    matching = [v for v in variants if str(v.form_factor) == wanted]
-    if not matching:
-        forms = ", ".join(str(v.form_factor) for v in variants if v.form_factor) or "one form"
-        raise WorkloadError("form_factor", f"{chosen} comes as {forms}, not {wanted}")
-    return matching, note
+    notes = []
+    if wanted is not None:
+        matching = [v for v in variants if str(v.form_factor) == wanted]
+        if matching:
+            variants = matching
+        elif any(v.form_factor for v in variants):
+            forms = ", ".join(sorted({str(v.form_factor) for v in variants if v.form_factor}))
+            raise WorkloadError("form_factor", f"'{gpu}' comes as {forms}, not {wanted}")
+        else:
+            notes.append(f"'{gpu}' comes in one form only; form factor {wanted} changes nothing")
+    chosen = _conservative(variants).id
+    if len({v.id for v in variants}) > 1:
+        notes.insert(0, f"'{gpu}' has several variants; assumed {chosen}, the smallest")
+    return [v for v in variants if v.id == chosen], "; ".join(notes)
 
 
 def check_hardware(

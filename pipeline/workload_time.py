@@ -246,14 +246,17 @@ def hours_on_variants(
     fastest, gpu = min(timed, key=lambda pair: pair[0].hours)
     if len(timed) == 1:
         return fastest, gpu, ()
-    slowest = max(timed, key=lambda pair: pair[0].hours)[1]
+    slow_hours, slowest = max(timed, key=lambda pair: (pair[0].hours, pair[1] != gpu))
     span = replace(
         fastest,
         low=min(h.low for h, _ in timed),
         high=max(h.high for h, _ in timed),
     )
+    fast_name, slow_name = gpu.form_factor or gpu.id, slowest.form_factor or slowest.id
+    if slow_hours.hours <= fastest.hours:
+        return span, gpu, (f"form factor not given: {fast_name} and {slow_name} time alike here",)
     note = (
-        f"form factor not given: hours are for {gpu.form_factor or gpu.id}, the faster variant; "
-        f"the range also spans {slowest.form_factor or slowest.id}"
+        f"form factor not given: hours are for {fast_name}, the faster variant; "
+        f"the range also spans {slow_name}"
     )
     return span, gpu, (note,)
