@@ -9,6 +9,7 @@ assumed to run in, and the time model (`pipeline.workload_time`) charges its com
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cache
 
 from pipeline.catalog import GpuVariant
 from pipeline.workload import (
@@ -59,6 +60,7 @@ NO_FLASH_ATTENTION = frozenset({"V100", "T4", "MI250", "MI250X"})  # section 4.3
 TWO_DEVICE_GPUS = frozenset({"MI250", "MI250X"})  # section 5: 2 × 64 GB to software
 
 
+@cache
 def gpu_type(variant: GpuVariant) -> GpuType:
     """The model's view of one catalog row (an MI250 becomes two 64 GB devices)."""
     devices = 2 if variant.family in TWO_DEVICE_GPUS else 1
@@ -185,10 +187,10 @@ def _smallest_fit(w: Workload, gpu: GpuType, max_gpus: int) -> Fit:
     for n in GPU_COUNTS:
         if n > max_gpus:
             break
-        fitting = place(w, gpu, n)
-        if fitting is not None:
-            return Fit(gpu.id, n, fitting, usable)
+        # the most sharded layout needs the least memory: only where it fits can another
         memory = _memory(w, gpu, n, layouts(w, n)[-1])
+        if memory.per_gpu_gib <= usable:
+            return Fit(gpu.id, n, place(w, gpu, n) or memory, usable)
     reason = (
         f"needs {memory.per_gpu_gib:.1f} GiB per GPU even on {memory.n_gpus} × {gpu.id} "
         f"({usable:.1f} GiB usable)"
