@@ -185,7 +185,9 @@ def test_a_config_json_file_stands_in_for_an_unknown_model(tmp_path):
 def test_form_factor_sets_the_variant_and_the_quote_names_layout_and_form_factor():
     base = ("--model", "Llama-3.1-8B", "--method", "full", "--tokens", "100M", "--format", "json")
     hardware = ("--gpu", "H100 80GB", "--gpus", "8")
-    vague = json.loads(run(*base, *hardware).stdout)["fit"]
+    body = json.loads(run(*base, *hardware).stdout)
+    vague = body["fit"]
+    assert vague["fits"] and body["memory"]["layout"] == vague["layout"]
     pcie = json.loads(run(*base, *hardware, "--form-factor", "pcie").stdout)["fit"]
     assert vague["form_factor"] == "SXM" and pcie["form_factor"] == "PCIe"
     assert vague["hours"] < pcie["hours"] and vague["hours_range"][1] >= pcie["hours"]
