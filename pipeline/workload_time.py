@@ -49,21 +49,21 @@ ATTENTION_RECOMPUTE_FLOPS = 2  # + 2·L·s·h when recomputed
 
 UTILIZATION: Mapping[str, float] = {
     # U_gen, of the dense BF16/FP16 peak, counting recompute. A100: llm-foundry's 8×A100 MPT
-    # rows (MFU 0.58-0.64) and Qwen's A100 LoRA rows (0.55 once launch overhead is apart);
-    # Transformer Math: 150-180 TFLOP/s on A100 (0.48-0.58).
+    # rows (implied 0.58-0.72) and Qwen's A100 rows, once launch overhead and dequantisation
+    # are apart; Transformer Math: 150-180 TFLOP/s on A100 (0.48-0.58).
     "A100": 0.62,
     # Hopper: llm-foundry's 8×H100 rows (0.45-0.52), Llama 3 paper (0.38-0.43 at scale).
     **dict.fromkeys(("H100", "H200", "GH200"), 0.48),
     "B200": 0.35,  # provisional (workload-model.md section 4.2: software still maturing)
-    # GeForce, of the FP32-accumulate peak: Answer.AI's 2×4090 / 2×3090 QLoRA runs and
-    # torchtune's 4090 rows (0.6-0.7).
+    # GeForce, of the FP32-accumulate peak: Answer.AI's 2×4090 / 2×3090 QLoRA runs (implied
+    # 0.6-0.7 before overheads); torchtune's compiled 4090 rows run higher still.
     **dict.fromkeys(("RTX 4090", "RTX 5090", "RTX 3090"), 0.72),
     **dict.fromkeys(("V100", "T4"), 0.30),  # fp16, no FlashAttention-2 (section 4.2: 0.25)
     **dict.fromkeys(("MI300X", "MI250", "MI250X"), 0.35),  # ROCm; low confidence
 }
 DEFAULT_UTILIZATION = 0.48
 """Pro and data-centre PCIe cards (L40S, L4, A10, A40, RTX A6000, RTX 6000 Ada, ...): between
-Ampere's 0.58 and section 4.2's 0.40 for them; no measured fine-tuning run to fit on."""
+section 4.2's 0.40 for them and the A100's 0.62, as Hopper; no measured fine-tuning run to fit."""
 LAYER_OVERHEAD_S = 0.0024
 """τ_layer: fixed time per decoder layer per micro-step (kernel launches and Python of eager
 HF + PEFT, about 300 small kernels per layer forward, recompute and backward). Fitted on Qwen-7B
