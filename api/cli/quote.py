@@ -22,8 +22,9 @@ from api.cli.scope import scope_options
 from api.rest.schemas_quotes import HardwareOut, QuotesOut, hardware_out, quotes_out
 from pipeline.errors import PipelineError, UnknownGpuError, WorkloadError
 from pipeline.market.scope import OfferScope
-from pipeline.workload.model import Method, Optimizer, Precision, Profile, Workload
+from pipeline.workload.model import LoraTargets, Method, Optimizer, Precision, Profile, Workload
 from pipeline.workload.quotes import QUOTE_SCOPE, QuoteRequest, check_hardware, quote_offers
+from scrapers.models import FormFactor
 from warehouse import Warehouse, WarehouseError
 
 __all__ = ["QuoteFormat", "quote"]
@@ -70,7 +71,11 @@ def _print_hardware(result: HardwareOut) -> None:
     out.print(f"fewest GPUs that fit: {fit.min_gpus if fit.min_gpus is not None else 'none'}")
     if fit.hours is not None and fit.hours_range is not None:
         lo, hi = fit.hours_range
-        out.print(f"about {fit.hours:.1f} h ({lo:.1f}–{hi:.1f} h)")
+        form = f" {fit.form_factor}" if fit.form_factor else ""
+        out.print(
+            f"about {fit.hours:.1f} h ({lo:.1f}–{hi:.1f} h), {fit.tokens_per_s:,.0f} tokens/s "
+            f"in layout {fit.layout} on{form} {fit.gpu}"
+        )
     for line in (fit.reason, *fit.suggestions, *fit.notes):
         if line:
             out.print(f"- {line}", highlight=False, soft_wrap=True)
@@ -91,6 +96,7 @@ def _print_quotes(result: QuotesOut) -> None:
         "cost range $",
         "GiB/GPU",
         "headroom",
+        "layout",
     ):
         table.add_column(column)
     for rank, q in enumerate(result.quotes, 1):
@@ -107,6 +113,7 @@ def _print_quotes(result: QuotesOut) -> None:
             f"{lo:.0f}–{hi:.0f}",
             f"{q.memory_per_gpu_gib:.1f}",
             f"{q.headroom:.0%}",
+            q.layout,
         )
     out.print(table)
     for rank, q in enumerate(result.quotes, 1):
@@ -147,10 +154,38 @@ def quote(
         Profile, typer.Option(help="hf (Transformers + PEFT) or fused (unsloth, Liger, torchtune)")
     ] = "hf",
     precision: Annotated[Precision, typer.Option(help="bf16 or fp16")] = "bf16",
+    packing: Annotated[
+        bool | None,
+        typer.Option(
+            "--packing/--no-packing",
+            help="Samples packed into full sequences, or padded one per sequence [default: "
+            "unstated: hours for packed, range up to padded]",
+            show_default=False,
+        ),
+    ] = None,
+    flash_attention: Annotated[
+        bool,
+        typer.Option(
+            "--flash-attention/--no-flash-attention", help="FlashAttention-2 where the GPU has it"
+        ),
+    ] = True,
+    lora_targets: Annotated[
+        LoraTargets, typer.Option(help="LoRA on all linear layers, or attention (q, k, v, o)")
+    ] = "all",
     gpu: Annotated[
         str | None, typer.Option(help="With --gpus: check this GPU instead of ranking offers")
     ] = None,
     gpus: Annotated[int | None, typer.Option(help="1, 2, 4, 8 or a multiple of 8 (≤ 1024)")] = None,
+    form_factor: Annotated[
+        FormFactor | None,
+        typer.Option(
+            "--form-factor",
+            help="With --gpu: SXM, PCIe or NVL [default: as the name says, else the faster, "
+            "with a range over both]",
+            show_default=False,
+            case_sensitive=False,
+        ),
+    ] = None,
     top: Annotated[int, typer.Option(min=1, help="Quotes to show")] = 10,
     include_spot: Annotated[
         bool, typer.Option(help="Also rank spot offers, with their risk")
@@ -170,6 +205,8 @@ def quote(
         raise typer.BadParameter("full, lora or qlora is required", param_hint="--method")
     if gpus is not None and gpu is None:
         raise typer.BadParameter("--gpus needs --gpu", param_hint="--gpus")
+    if form_factor is not None and gpu is None:
+        raise typer.BadParameter("--form-factor needs --gpu", param_hint="--form-factor")
     try:
         workload = Workload.build(
             model=model,
@@ -184,10 +221,14 @@ def quote(
             lora_rank=lora_rank,
             profile=profile,
             precision=precision,
+            packing=packing,
+            flash_attention=flash_attention,
+            lora_targets=lora_targets,
         )
         if gpu is not None:
+            form = str(form_factor) if form_factor else None
             result: QuotesOut | HardwareOut = hardware_out(
-                workload, check_hardware(workload, gpu, gpus)
+                workload, check_hardware(workload, gpu, gpus, form_factor=form)
             )
         else:
             if workload.tokens is None:

@@ -65,6 +65,15 @@ class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]
     profile: Literal["hf", "fused"] = Field(
         "hf", description="hf: Transformers + PEFT + FA2; fused: unsloth, Liger or torchtune"
     )
+    packing: bool | None = Field(
+        None,
+        description="Samples packed into full sequences (true) or padded (false); unset: hours "
+        "for packed, range up to padded",
+    )
+    flash_attention: bool = Field(True, description="FlashAttention-2 where the GPU has it")
+    lora_targets: Literal["all", "attention"] = Field(
+        "all", description="LoRA on all linear layers, or on attention (q, k, v, o) only"
+    )
     max_hours: float | None = Field(None, gt=0, description="Leave out offers slower than this")
     max_cost_usd: float | None = Field(None, gt=0, description="Leave out dearer offers, USD")
     include_spot: bool = Field(False, description="Also rank spot offers, with their risk")
@@ -84,6 +93,9 @@ class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]
             optimizer=self.optimizer,
             lora_rank=self.lora_rank,
             profile=self.profile,
+            packing=self.packing,
+            flash_attention=self.flash_attention,
+            lora_targets=self.lora_targets,
         )
 
     def request(self, config: dict[str, Any] | None = None) -> QuoteRequest:
@@ -118,6 +130,7 @@ class BreakdownOut(BaseModel):
 class MemoryOut(BaseModel):
     n_gpus: int
     sharding: str = Field(description="none, ddp, zero1, zero2, zero3 or fsdp")
+    layout: str = Field(description="The sharding, with +offload when states sit in CPU RAM")
     per_gpu_gib: float
     states_gib: float = Field(description="Weights, gradients and optimizer states per GPU")
     breakdown: BreakdownOut
@@ -126,8 +139,16 @@ class MemoryOut(BaseModel):
 class QuoteOut(BaseModel):
     offer: OfferOut
     gpus: int
-    hours: float
-    hours_range: tuple[float, float] = Field(description="±30%")
+    hours: float = Field(description="Training time (setup excluded): tokens / tokens_per_s")
+    hours_range: tuple[float, float] = Field(
+        description="Fused kernels to slower stacks, padding if packing is unstated, form "
+        "factors if the offer does not say, plus setup"
+    )
+    tokens_per_s: float = Field(description="Training tokens per second, all GPUs together")
+    layout: str = Field(description="ddp, zero2, zero3 (full), fsdp (LoRA), ...+offload")
+    form_factor: str | None = Field(
+        description="The form factor the hours assume: the offer's, else the faster variant"
+    )
     cost_usd: float = Field(description="Offer price per hour × hours")
     cost_range_usd: tuple[float, float]
     memory_per_gpu_gib: float
@@ -168,6 +189,9 @@ class WorkloadOut(BaseModel):
     lora_rank: int | None = Field(description="Null for full fine-tuning")
     profile: str
     tokens: int | None
+    packing: bool | None
+    flash_attention: bool
+    lora_targets: str | None = Field(description="Null for full fine-tuning")
     architecture: ArchitectureOut
 
 
@@ -188,8 +212,14 @@ class FitOut(BaseModel):
     min_gpus: int | None = Field(description="Fewest GPUs of this type that fit; null if none")
     reason: str | None
     suggestions: list[str] = Field(description="Single changes that would make it fit")
-    hours: float | None
+    hours: float | None = Field(
+        description="Training time on this hardware, given even when the memory estimate says "
+        "it does not fit (notes say how it was timed); null only without a usable peak"
+    )
     hours_range: tuple[float, float] | None
+    tokens_per_s: float | None
+    layout: str | None = Field(description="The layout the hours assume")
+    form_factor: str | None = Field(description="The form factor the hours assume")
     notes: list[str]
 
 
@@ -217,6 +247,7 @@ def memory_out(memory: MemoryEstimate) -> MemoryOut:
     return MemoryOut(
         n_gpus=memory.n_gpus,
         sharding=memory.sharding,
+        layout=memory.layout,
         per_gpu_gib=memory.per_gpu_gib,
         states_gib=memory.states_gib,
         breakdown=BreakdownOut(
@@ -242,6 +273,9 @@ def _quote_out(quote: Quote) -> QuoteOut:
         headroom=quote.headroom,
         interruption_risk=quote.interruption_risk,
         notes=list(quote.notes),
+        tokens_per_s=quote.tokens_per_s,
+        layout=quote.layout,
+        form_factor=quote.form_factor,
     )
 
 
@@ -272,6 +306,9 @@ def hardware_out(workload: Workload, check: HardwareCheck) -> HardwareOut:
             suggestions=list(check.minimum.suggestions),
             hours=hours.hours if hours else None,
             hours_range=(hours.low, hours.high) if hours else None,
+            tokens_per_s=hours.tokens_per_s if hours else None,
+            layout=hours.layout if hours else None,
+            form_factor=check.form_factor,
             notes=list(check.notes),
         ),
     )

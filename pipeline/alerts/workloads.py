@@ -36,6 +36,9 @@ _WORKLOAD_KEYS = frozenset(
         "optimizer",
         "lora_rank",
         "profile",
+        "packing",
+        "flash_attention",
+        "lora_targets",
     }
 )
 _SCOPE_KEYS = frozenset(OfferScope.model_fields[name].alias or name for name in QUOTE_SCOPE)

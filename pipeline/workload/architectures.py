@@ -90,13 +90,16 @@ class Architecture:
     def params_b(self) -> float:
         return self.params / 1e9
 
-    def lora_params(self, rank: int) -> float:
-        """P_lora = L · r · [2(h+h) + 2(h+h_kv) + 3(h+I)], adapters on all seven projections.
+    def lora_params(self, rank: int, targets: str = "all") -> float:
+        """P_lora = L · r · Σ(d_in + d_out) over the adapted projections (section 3.3; Hu et al.,
+        arXiv:2106.09685): all seven, or q, k, v, o only (`targets="attention"`)."""
+        return self.layers * rank * self.adapter_width(targets)
 
-        workload-model.md section 3.3 (Hu et al., arXiv:2106.09685).
-        """
+    def adapter_width(self, targets: str = "all") -> float:
+        """Σ(d_in + d_out) of one layer's adapted projections: 2(h+h) + 2(h+h_kv) [+ 3(h+I)]."""
         h, kv, inter = self.hidden, self.kv_hidden, self.intermediate
-        return self.layers * rank * (2 * (h + h) + 2 * (h + kv) + 3 * (h + inter))
+        attention = 2 * (h + h) + 2 * (h + kv)
+        return attention if targets == "attention" else attention + 3 * (h + inter)
 
 
 def _shape_params(

@@ -6,7 +6,10 @@ GiB (2^30 bytes) throughout, as PyTorch and nvidia-smi print it (section 1).
 
     M_gpu = 1.05·(weights + gradients + optimizer) + 1.15·(activations + logits + gathers) + 0.75
 
-FLOPs, hours, cost and the ranking of offers are in `pipeline.workload.ranking`.
+A layout says how the job spreads over its GPUs: replicated (DDP), ZeRO-1/2, ZeRO-3 / FSDP full
+shard, optionally with the model states offloaded to CPU RAM. Which layout a job gets on given
+hardware is chosen in `pipeline.workload.fit`; its hours in `pipeline.workload.hours`; offers in
+`pipeline.workload.ranking`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, get_args
 
@@ -25,13 +28,11 @@ from pipeline.workload.architectures import (
     from_config,
     lookup_model,
 )
-from pipeline.workload.precision import lacks_bf16
 
 __all__ = [
     "GIB",
     "GPU_COUNTS",
-    "Fit",
-    "GpuType",
+    "LoraTargets",
     "MemoryBreakdown",
     "MemoryEstimate",
     "Method",
@@ -40,16 +41,14 @@ __all__ = [
     "Profile",
     "Workload",
     "estimate_memory",
-    "min_gpus",
     "parse_tokens",
-    "precision_problem",
-    "usable_vram_gib",
 ]
 
 Method = Literal["full", "lora", "qlora"]
 Precision = Literal["bf16", "fp16"]
 Optimizer = Literal["adamw", "adamw_8bit", "paged_adamw"]
 Profile = Literal["hf", "fused"]
+LoraTargets = Literal["all", "attention"]
 ZeroStage = Literal[0, 1, 2, 3]
 Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
 
@@ -140,12 +139,24 @@ class Workload:
     profile: Profile = "hf"
     tokens: int | None = None
     pure_bf16: bool = False
+    packing: bool | None = None
+    """Samples packed into full sequences (True), padded one per sequence (False), or unstated."""
+    flash_attention: bool = True
+    """FlashAttention-2 / SDPA flash kernels, where the GPU has them (not V100, T4, MI250)."""
+    lora_targets: LoraTargets = "all"
+    """LoRA adapters on all seven linear projections, or on q, k, v, o only."""
 
     def __post_init__(self) -> None:
         _check_choice("method", self.method, get_args(Method))
         _check_choice("precision", self.precision, get_args(Precision))
         _check_choice("optimizer", self.optimizer, get_args(Optimizer))
         _check_choice("profile", self.profile, get_args(Profile))
+        _check_choice("lora_targets", self.lora_targets, get_args(LoraTargets))
+        for name in ("grad_ckpt", "pure_bf16", "flash_attention"):
+            if not isinstance(getattr(self, name), bool):
+                raise WorkloadError(name, "must be true or false")
+        if self.packing is not None and not isinstance(self.packing, bool):
+            raise WorkloadError("packing", "must be true, false or unset")
         _check_count("seq_len", self.seq_len, 1, MAX_SEQ_LEN)
         _check_count("micro_batch", self.micro_batch, 1, 4096)
         _check_count("lora_rank", self.lora_rank, 1, 65536)
@@ -181,7 +192,12 @@ class Workload:
 
     @property
     def trainable_params(self) -> float:
-        return self.arch.params if self.method == "full" else self.arch.lora_params(self.lora_rank)
+        return self.arch.params if self.method == "full" else self.adapter_params
+
+    @property
+    def adapter_params(self) -> float:
+        """P_lora on the chosen targets (section 3.3)."""
+        return self.arch.lora_params(self.lora_rank, self.lora_targets)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,12 +229,21 @@ class MemoryBreakdown:
 class MemoryEstimate:
     n_gpus: int
     sharding: Sharding
+    offload: bool
+    """Weights, gradients and optimizer states in CPU RAM, streamed in layer by layer."""
     per_gpu_gib: float
     breakdown: MemoryBreakdown
     states_gib: float
     """Model states only (weights + gradients + optimizer, sharded), before any factor."""
     floor_gib: float
     """What no number of GPUs removes: context plus the per-GPU activations and logits."""
+
+    @property
+    def layout(self) -> str:
+        """`ddp`, `zero2`, `zero3`, `fsdp`, `zero3+offload`, ... as quotes name it."""
+        if self.offload:
+            return "offload" if self.sharding == "none" else f"{self.sharding}+offload"
+        return self.sharding
 
 
 def _states_bytes(
@@ -241,21 +266,34 @@ def _states_bytes(
             sharding,
             stage >= 3,
         )
-    if w.method == "lora":
-        base = BYTES_16BIT * a.params
-    else:  # qlora: NF4 linear layers, 16-bit embeddings/lm_head/norms (section 3.4)
-        base = a.linear_params * NF4_BITS_PER_PARAM / BITS_PER_BYTE + BYTES_16BIT * a.other_params
-    adapters = w.arch.lora_params(w.lora_rank)
-    weights = base + ADAPTER_WEIGHT_BYTES * adapters
+    adapters = w.adapter_params
+    weights = base_weight_bytes(w) + ADAPTER_WEIGHT_BYTES * adapters
     grads = ADAPTER_GRAD_BYTES * adapters
     optim = ADAPTER_ADAM_BYTES[w.optimizer] * adapters
     if n == 1:
         return weights, grads, optim, "none", False
-    # Sections 3.3 and 3.8: LoRA/QLoRA on N > 1 assume FSDP sharding of base and adapters.
-    return weights / n, grads / n, optim / n, "fsdp", True
+    # Sections 3.3 and 3.8: LoRA/QLoRA on N > 1 replicate the base (DDP, stage 0) or shard base
+    # and adapters with FSDP (stage 3, FSDP-QLoRA); stages 1 and 2 shard only adapter states.
+    sharding = ("ddp", "zero1", "zero2", "fsdp")[stage]
+    return (
+        weights / n if stage >= 3 else weights,
+        grads / n if stage >= 2 else grads,
+        optim / n if stage >= 1 else optim,
+        sharding,
+        stage >= 3,
+    )
 
 
-def _activation_bytes(w: Workload, flash_attention: bool) -> float:
+def base_weight_bytes(w: Workload) -> float:
+    """The frozen base of LoRA (16-bit) or QLoRA (NF4 linear layers, 16-bit embeddings,
+    lm_head and norms, section 3.4); the whole model, 16-bit, for full fine-tuning."""
+    a = w.arch
+    if w.method == "qlora":
+        return a.linear_params * NF4_BITS_PER_PARAM / BITS_PER_BYTE + BYTES_16BIT * a.other_params
+    return BYTES_16BIT * a.params
+
+
+def _activation_bytes(w: Workload, flash_attention: bool) -> float:  # section 3.5
     a = w.arch
     per_token_layer = (
         ACT_BYTES_PER_HIDDEN * a.hidden
@@ -277,20 +315,32 @@ def _activation_bytes(w: Workload, flash_attention: bool) -> float:
 
 
 def estimate_memory(
-    w: Workload, n_gpus: int = 1, *, zero_stage: ZeroStage = 3, flash_attention: bool = True
+    w: Workload,
+    n_gpus: int = 1,
+    *,
+    zero_stage: ZeroStage = 3,
+    offload: bool = False,
+    flash_attention: bool = True,
 ) -> MemoryEstimate:
-    """GiB per GPU when the job runs on `n_gpus` GPUs (full FT on N > 1: ZeRO-`zero_stage`)."""
+    """GiB per GPU when the job runs on `n_gpus` GPUs with ZeRO-`zero_stage` (0: DDP; 3: ZeRO-3 /
+    FSDP full shard); `offload` keeps the model states in CPU RAM (ZeRO-Offload, FSDP CPU
+    offload) so that only the layers in flight sit on the GPU. `flash_attention` is whether the
+    GPU has the kernels; the workload's own `flash_attention` can still turn them off."""
     _check_count("gpus", n_gpus, 1, max(GPU_COUNTS))
-    return _estimate_memory(w, n_gpus, zero_stage, flash_attention)
+    return _estimate_memory(w, n_gpus, zero_stage, offload, flash_attention and w.flash_attention)
 
 
 @lru_cache(maxsize=4096)
 def _estimate_memory(
-    w: Workload, n_gpus: int, zero_stage: ZeroStage, flash_attention: bool
+    w: Workload, n_gpus: int, zero_stage: ZeroStage, offload: bool, flash_attention: bool
 ) -> MemoryEstimate:
-    """Pure, and asked again and again by `min_gpus` (every GPU type, count and alternative
-    workload of a ranking): kept per (workload, count, ZeRO stage, attention kernel)."""
-    weights, grads, optim, sharding, gathered = _states_bytes(w, n_gpus, zero_stage)
+    """Pure, and asked again and again by `min_gpus` (every GPU type, count, layout and
+    alternative workload of a ranking): kept per (workload, count, layout, attention kernel)."""
+    stage: ZeroStage = 3 if offload else zero_stage
+    weights, grads, optim, sharding, gathered = _states_bytes(w, n_gpus, stage)
+    if offload:  # states live in CPU RAM; the GPU holds the layers being computed (section 3.2)
+        weights = grads = optim = 0.0
+        gathered = True
     gathers = GATHERED_LAYERS * BYTES_16BIT * w.arch.params / w.arch.layers if gathered else 0.0
     acts = _activation_bytes(w, flash_attention)
     logits = w.micro_batch * w.seq_len * w.arch.vocab * LOGIT_BYTES[w.profile]
@@ -308,120 +358,6 @@ def _estimate_memory(
         overhead=overhead / GIB,
     )
     floor = (DYNAMIC_FACTOR * (acts + logits)) / GIB + CUDA_CONTEXT_GIB
-    return MemoryEstimate(n_gpus, sharding, breakdown.total, breakdown, static / GIB, floor)
-
-
-@dataclass(frozen=True, slots=True)
-class GpuType:
-    """What the workload model needs of a GPU; build it from a catalog row with `from_variant`."""
-
-    id: str
-    family: str
-    vram_gb: float
-    bf16_tflops: float | None
-    fp16_tflops: float | None
-    nvlink: bool
-    flash_attention: bool = True
-    devices_per_gpu: int = 1
-    """MI250/MI250X appear to software as 2 GPUs of 64 GB each (section 5)."""
-
-
-def usable_vram_gib(gpu: GpuType) -> float:
-    return USABLE_VRAM_FRACTION * gpu.vram_gb
-
-
-@dataclass(frozen=True, slots=True)
-class Fit:
-    """The fewest GPUs of one type that hold the job, or why none do and what would help."""
-
-    gpu: str
-    n_gpus: int | None
-    memory: MemoryEstimate
-    """At `n_gpus` when it fits, else on as many GPUs as were tried."""
-    usable_gib: float
-    reason: str | None = None
-    suggestions: tuple[str, ...] = field(default=())
-
-    @property
-    def feasible(self) -> bool:
-        return self.n_gpus is not None
-
-    @property
-    def headroom(self) -> float:
-        return 1 - self.memory.per_gpu_gib / self.usable_gib
-
-
-def precision_problem(w: Workload, gpu: GpuType) -> str | None:
-    """Why `gpu` cannot run `w` at its precision: pure-BF16 weights on a card without BF16."""
-    if w.precision == "bf16" and w.pure_bf16 and lacks_bf16(gpu):
-        return f"{gpu.id} has no BF16 for pure-BF16 weights; use precision fp16"
-    return None
-
-
-def _smallest_fit(w: Workload, gpu: GpuType, max_gpus: int) -> Fit:
-    usable = usable_vram_gib(gpu)
-    memory = estimate_memory(w, 1, flash_attention=gpu.flash_attention)
-    if memory.floor_gib > usable:
-        reason = (
-            f"activations and logits alone need {memory.floor_gib:.1f} GiB per GPU at seq_len "
-            f"{w.seq_len}, micro_batch {w.micro_batch}; {gpu.id} has {usable:.1f} GiB usable"
-        )
-        return Fit(gpu.id, None, memory, usable, reason)
-    for n in GPU_COUNTS:
-        if n > max_gpus:
-            break
-        memory = estimate_memory(w, n, flash_attention=gpu.flash_attention)
-        if memory.per_gpu_gib <= usable:
-            return Fit(gpu.id, n, memory, usable)
-    reason = (
-        f"needs {memory.per_gpu_gib:.1f} GiB per GPU even on {memory.n_gpus} × {gpu.id} "
-        f"({usable:.1f} GiB usable)"
-    )
-    return Fit(gpu.id, None, memory, usable, reason)
-
-
-def _alternatives(w: Workload) -> list[tuple[str, Workload]]:
-    options: list[tuple[str, Workload]] = []
-    if not w.grad_ckpt:
-        options.append(("turn on gradient checkpointing", replace(w, grad_ckpt=True)))
-    if w.micro_batch > 1:
-        options.append(("micro_batch 1 with gradient accumulation", replace(w, micro_batch=1)))
-    if w.profile == "hf":
-        options.append(
-            ("profile fused (unsloth, Liger or torchtune kernels)", replace(w, profile="fused"))
-        )
-    if w.method == "full" and w.optimizer != "adamw_8bit":
-        options.append(("optimizer adamw_8bit", replace(w, optimizer="adamw_8bit")))
-    if w.method == "full":
-        options.append(("method lora", replace(w, method="lora")))
-    if w.method != "qlora":
-        options.append(("method qlora", replace(w, method="qlora")))
-    seq_len = w.seq_len // 2
-    while seq_len >= 256:
-        options.append((f"seq_len {seq_len}", replace(w, seq_len=seq_len)))
-        seq_len //= 2
-    return options
-
-
-def min_gpus(w: Workload, gpu: GpuType, *, max_gpus: int = max(GPU_COUNTS)) -> Fit:
-    """The smallest N in 1, 2, 4, 8, 16, … that fits (section 3.8), or why none does.
-
-    An infeasible fit lists the single changes that would make it fit, each with its N.
-    """
-    fit = _smallest_fit(w, gpu, max_gpus)
-    problem = precision_problem(w, gpu)
-    if problem:
-        fp16 = (f"precision fp16: {fit.n_gpus} × {gpu.id}",) if fit.n_gpus else ()
-        return replace(fit, n_gpus=None, reason=problem, suggestions=fp16)
-    if fit.feasible:
-        return fit
-    helps: list[str] = []
-    for label, alternative in _alternatives(w):
-        other = _smallest_fit(alternative, gpu, max_gpus)
-        if other.n_gpus is not None:
-            helps.append(f"{label}: {other.n_gpus} × {gpu.id}")
-            if label.startswith("seq_len"):
-                break  # the longest sequence that fits is enough
-    return replace(
-        fit, suggestions=tuple(helps) or (f"a GPU with more than {fit.usable_gib:.0f} GiB",)
+    return MemoryEstimate(
+        n_gpus, sharding, offload, breakdown.total, breakdown, static / GIB, floor
     )

@@ -9,18 +9,18 @@ from pipeline.catalog import Catalog, GpuVariant, get_catalog
 from pipeline.errors import WorkloadError
 from pipeline.market.offers import OfferQuery, current_offers
 from pipeline.market.scope import PLACE_SCOPE, OfferScope
-from pipeline.workload.model import (
-    GPU_COUNTS,
+from pipeline.workload.fit import (
     Fit,
-    MemoryEstimate,
-    Workload,
-    estimate_memory,
+    gpu_type,
     min_gpus,
+    placement,
     precision_problem,
     usable_vram_gib,
 )
+from pipeline.workload.hours import HoursEstimate, hours_on_variants
+from pipeline.workload.model import GPU_COUNTS, MemoryEstimate, Workload, estimate_memory
 from pipeline.workload.precision import fp16_note, runs_in_fp16
-from pipeline.workload.ranking import HoursEstimate, Ranking, estimate_hours, gpu_type, rank_offers
+from pipeline.workload.ranking import Ranking, rank_offers
 from scrapers.models import Pricing
 from warehouse import Warehouse
 
@@ -86,65 +86,104 @@ class HardwareCheck:
     n_gpus: int
     fits: bool
     memory: MemoryEstimate
+    """In the layout the hours assume when the job fits; else the most sharded one tried."""
     usable_gib: float
     headroom: float
     minimum: Fit
     reason: str | None
     """Why it does not fit, when it does not."""
     hours: HoursEstimate | None
+    """Timed even when the memory model says it does not fit (see `notes`); None only when the
+    GPU cannot run the precision or has no published peak."""
+    form_factor: str | None
+    """The form factor the hours assume: given, named by the GPU, else the faster variant."""
     notes: tuple[str, ...]
 
 
 def _conservative(variants: list[GpuVariant]) -> GpuVariant:
-    """The smallest, slowest variant, without NVLink when there is a choice."""
+    """The smallest variant (by VRAM), then the slowest."""
     return min(
         variants,
         key=lambda v: (v.vram_gb, v.bf16_tflops_dense or 0, v.nvlink in ("yes", "xgmi"), v.id),
     )
 
 
-def check_hardware(
-    w: Workload, gpu: str, n_gpus: int | None = None, catalog: Catalog | None = None
-) -> HardwareCheck:
-    """Memory per GPU on `n_gpus` × `gpu` (default: the fewest that fit) and whether it fits.
+def _variants(cat: Catalog, gpu: str, form_factor: str | None) -> tuple[list[GpuVariant], str]:
+    """The catalog rows the hours may assume, and a note when the choice needs saying.
 
-    A family name (`A100`) means its smallest, slowest variant, and says so in `notes`.
+    A spelling that names a form factor (`A100-SXM4-80GB`, `H100 PCIe`) fixes it, unless
+    `form_factor` is given; `A100-80GB` or `H100 80GB` leave it open. A family (`A100`) means
+    its smallest variant (in that form factor, if given).
+    """
+    resolved = cat.resolve(gpu)
+    ids = {resolved.gpu} if resolved.gpu else cat.ids_for_query(gpu)
+    variants = [v for gpu_id in sorted(ids) for v in cat.variants_of(gpu_id)]
+    wanted = form_factor or (str(resolved.form_factor) if resolved.form_factor else None)
+    notes = []
+    if wanted is not None:
+        matching = [v for v in variants if str(v.form_factor) == wanted]
+        if matching:
+            variants = matching
+        elif any(v.form_factor for v in variants):
+            forms = ", ".join(sorted({str(v.form_factor) for v in variants if v.form_factor}))
+            raise WorkloadError("form_factor", f"'{gpu}' comes as {forms}, not {wanted}")
+        else:
+            notes.append(f"'{gpu}' comes in one form only; form factor {wanted} changes nothing")
+    chosen = _conservative(variants).id
+    if len({v.id for v in variants}) > 1:
+        notes.insert(0, f"'{gpu}' has several variants; assumed {chosen}, the smallest")
+    return [v for v in variants if v.id == chosen], "; ".join(notes)
+
+
+def check_hardware(
+    w: Workload,
+    gpu: str,
+    n_gpus: int | None = None,
+    catalog: Catalog | None = None,
+    *,
+    form_factor: str | None = None,
+) -> HardwareCheck:
+    """Memory per GPU on `n_gpus` × `gpu` (default: the fewest that fit), whether it fits, the
+    layout and the hours. A family name (`A100`) means its smallest variant; an unknown form
+    factor, the faster one for hours with a range over both; `notes` say so.
     """
     if n_gpus is not None and n_gpus not in GPU_COUNTS:
         raise WorkloadError(
             "gpus", f"must be 1, 2, 4, 8 or a multiple of 8 up to 1024, got {n_gpus}"
         )
-    cat = catalog or get_catalog()
-    variants = [v for gpu_id in sorted(cat.ids_for_query(gpu)) for v in cat.variants_of(gpu_id)]
-    variant = _conservative(variants)
-    notes: tuple[str, ...] = ()
-    if len({(v.id, v.form_factor) for v in variants}) > 1:
-        form = f" {variant.form_factor}" if variant.form_factor else ""
-        notes = (f"'{gpu}' has several variants; assumed {variant.id}{form}",)
-    kind = gpu_type(variant)
+    variants, family_note = _variants(catalog or get_catalog(), gpu, form_factor)
+    kinds = [gpu_type(v) for v in variants]
+    kind = kinds[0]
     minimum = min_gpus(w, kind)
     fewest = -(-minimum.n_gpus // kind.devices_per_gpu) if minimum.n_gpus else None
     n = n_gpus if n_gpus is not None else fewest or 1
     devices = n * kind.devices_per_gpu
-    memory = estimate_memory(w, devices, flash_attention=kind.flash_attention)
+    placed = placement(w, kind, devices)
     usable = usable_vram_gib(kind)
+    memory = placed.memory
+    if not placed.fits:
+        memory = estimate_memory(w, devices, flash_attention=kind.flash_attention)
     reason = precision_problem(w, kind)
-    if runs_in_fp16(w, kind):
-        notes = (*notes, fp16_note(kind))
-    if reason is None and memory.per_gpu_gib > usable:
+    if reason is None and not placed.fits:
         reason = f"needs {memory.per_gpu_gib:.1f} GiB per GPU, {usable:.1f} GiB usable"
-        reason += f"; fits on {fewest} × {variant.id}" if fewest else f"; {minimum.reason}"
-    fits = reason is None
+        reason += f"; fits on {fewest} × {kind.id}" if fewest else f"; {minimum.reason}"
+    hours: HoursEstimate | None = None
+    timed, form_notes = kind, ()
+    if not precision_problem(w, kind):
+        hours, timed, form_notes = hours_on_variants(w, kinds, placed.memory)
+    fp16 = fp16_note(kind) if runs_in_fp16(w, kind) else None
+    notes = tuple(n for n in (family_note, placed.note, *form_notes, fp16) if n)
     return HardwareCheck(
-        gpu=variant.id,
+        gpu=kind.id,
         n_gpus=n,
-        fits=fits,
+        fits=reason is None,
         memory=memory,
         usable_gib=usable,
         headroom=1 - memory.per_gpu_gib / usable,
         minimum=minimum,
         reason=reason,
-        hours=estimate_hours(w, kind, devices) if fits else None,
+        hours=hours,
+        form_factor=timed.form_factor,
         notes=notes,
     )
 
@@ -165,6 +204,9 @@ def describe_workload(w: Workload) -> dict[str, Any]:
         "lora_rank": w.lora_rank if w.method != "full" else None,
         "profile": w.profile,
         "tokens": w.tokens,
+        "packing": w.packing,
+        "flash_attention": w.flash_attention,
+        "lora_targets": w.lora_targets if w.method != "full" else None,
         "architecture": {
             "hidden_size": round(a.hidden),
             "num_hidden_layers": a.layers,

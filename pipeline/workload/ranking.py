@@ -4,7 +4,11 @@ Pure functions over the workload model (`pipeline.workload.model`) and offer row
 `pipeline.market.offers.current_offers` returns them; constants cite
 `shared/reference/workload-model.md`.
 
-    hours = T · F_tok / (N · peak · U · η_N) / 3600 + t_fixed      cost = price per hour × hours
+    hours = T / tokens_per_s (`pipeline.workload.hours`)      cost = price per hour × hours
+
+Each offer is timed in the first layout that fits it (`pipeline.workload.fit`) and on its own form
+factor; an offer that does not say which form factor is timed on the faster one its GPU id
+covers, with a range down to the slower, and a note.
 """
 
 from __future__ import annotations
@@ -17,127 +21,29 @@ from typing import Any
 
 from pipeline.catalog import Catalog, GpuVariant
 from pipeline.errors import WorkloadError
-from pipeline.workload.model import (
-    GPU_COUNTS,
+from pipeline.workload.fit import (
     GpuType,
-    Workload,
-    estimate_memory,
+    gpu_type,
     min_gpus,
+    place,
     precision_problem,
     usable_vram_gib,
 )
+from pipeline.workload.hours import HoursEstimate, hours_on_variants
+from pipeline.workload.model import GPU_COUNTS, Workload
 from pipeline.workload.precision import fp16_note, peak_tflops, runs_in_fp16
 
 __all__ = [
-    "BAND",
-    "HoursEstimate",
     "Quote",
     "Ranking",
     "Skipped",
-    "estimate_hours",
-    "flops_per_token",
-    "gpu_type",
     "rank_offers",
 ]
 
-# Section 4.1 (Kaplan et al. arXiv:2001.08361; Transformer Math): FLOPs per token.
-FULL_FLOPS_PER_PARAM = 6  # forward 2 + backward 4
-FROZEN_FLOPS_PER_PARAM = 4  # LoRA/QLoRA: frozen weights need no weight-gradient matmul
-RECOMPUTE_FLOPS_PER_PARAM = 2  # checkpointing: one extra forward
-ATTENTION_FLOPS = 6  # causal FlashAttention training: 6·L·s·h per token
-ATTENTION_RECOMPUTE_FLOPS = 2  # + 2·L·s·h when recomputed
-
-# Section 4.2: hardware FLOP utilization U by GPU family (of the dense BF16/FP16 peak).
-UTILIZATION: Mapping[str, float] = {
-    "A100": 0.45,
-    **dict.fromkeys(("H100", "H200", "GH200"), 0.38),
-    "B200": 0.30,  # provisional: software still maturing
-    **dict.fromkeys(("RTX 4090", "RTX 5090", "RTX 3090"), 0.45),  # of the FP32-accumulate peak
-    **dict.fromkeys(("V100", "T4"), 0.25),  # fp16, no FlashAttention-2
-    **dict.fromkeys(("MI300X", "MI250", "MI250X"), 0.30),  # ROCm; low confidence
-}
-DEFAULT_UTILIZATION = 0.40
-"""The section 4.2 row for L40S, L40, RTX 6000 Ada, A6000, A40, A10, L4, RTX A4000/A5000 and
-RTX PRO 6000; also used for pro cards the table does not list (RTX 4000 Ada)."""
-QLORA_UTILIZATION_FACTOR = 0.8  # dequantization costs (section 4.2)
-# Section 4.2: multi-GPU efficiency η_N.
-ETA_DDP_NVLINK = 0.95  # DDP / LoRA within an NVLink node
-ETA_SHARDED_NVLINK = 0.90  # ZeRO-3 / FSDP within an NVLink/NVSwitch node
-ETA_SHARDED_PCIE = 0.75  # ZeRO-3 over PCIe (nvlink "no" or "bridge")
-ETA_MULTI_NODE = 0.80  # across nodes
-GPUS_PER_NODE = 8  # section 3.8: more than 8 GPUs means a multi-node offer
-FIXED_HOURS = 0.1
-"""t_fixed, the low end of section 4.2's 0.1–0.25 h (download, load, eval, checkpoint saves)."""
-BAND = 0.30
-"""±30% on hours and cost (section 4.3; U alone is uncertain by 30–50%, section 7.6)."""
-NO_FLASH_ATTENTION = frozenset({"V100", "T4", "MI250", "MI250X"})  # section 4.3
-TWO_DEVICE_GPUS = frozenset({"MI250", "MI250X"})  # section 5: 2 × 64 GB to software
-SECONDS_PER_HOUR = 3600
-TFLOPS = 1e12
 SPOT_NOT_ASKED = "spot offer: interruptible, ranked only with include_spot (--include-spot)"
 SPOT_RISK = (
     "spot: can be interrupted at any time; checkpoint often and expect restarts to add hours"
 )
-
-
-def flops_per_token(w: Workload) -> float:
-    """F_tok = c·P + 6·P_lora·[LoRA] + 6·L·s·h + 2·L·s·h·[ckpt] (section 4.1)."""
-    a = w.arch
-    c = FULL_FLOPS_PER_PARAM if w.method == "full" else FROZEN_FLOPS_PER_PARAM
-    attention = ATTENTION_FLOPS * a.layers * w.seq_len * a.hidden
-    if w.grad_ckpt:
-        c += RECOMPUTE_FLOPS_PER_PARAM
-        attention += ATTENTION_RECOMPUTE_FLOPS * a.layers * w.seq_len * a.hidden
-    adapters = 0.0 if w.method == "full" else FULL_FLOPS_PER_PARAM * a.lora_params(w.lora_rank)
-    return c * a.params + adapters + attention
-
-
-def gpu_type(variant: GpuVariant) -> GpuType:
-    """The model's view of one catalog row (an MI250 becomes two 64 GB devices)."""
-    devices = 2 if variant.family in TWO_DEVICE_GPUS else 1
-    return GpuType(
-        id=variant.id,
-        family=variant.family,
-        vram_gb=variant.vram_gb / devices,
-        bf16_tflops=variant.bf16_tflops_dense / devices if variant.bf16_tflops_dense else None,
-        fp16_tflops=variant.fp16_tflops_dense / devices if variant.fp16_tflops_dense else None,
-        nvlink=variant.nvlink in ("yes", "xgmi"),
-        flash_attention=variant.family not in NO_FLASH_ATTENTION,
-        devices_per_gpu=devices,
-    )
-
-
-def _efficiency(w: Workload, gpu: GpuType, n: int) -> float:
-    if n == 1:
-        return 1.0
-    if n > GPUS_PER_NODE * gpu.devices_per_gpu:
-        return ETA_MULTI_NODE
-    if not gpu.nvlink:
-        return ETA_SHARDED_PCIE
-    return ETA_SHARDED_NVLINK if w.method == "full" else ETA_DDP_NVLINK
-
-
-@dataclass(frozen=True, slots=True)
-class HoursEstimate:
-    hours: float
-    low: float
-    high: float
-    utilization: float
-    efficiency: float
-
-
-def estimate_hours(w: Workload, gpu: GpuType, n: int) -> HoursEstimate | None:
-    """Wall hours on `n` GPUs (devices) of `gpu`; None without tokens or a published peak."""
-    peak = peak_tflops(w, gpu)
-    if w.tokens is None or not peak:
-        return None
-    u = UTILIZATION.get(gpu.family, DEFAULT_UTILIZATION)
-    if w.method == "qlora":
-        u *= QLORA_UTILIZATION_FACTOR
-    eta = _efficiency(w, gpu, n)
-    seconds = w.tokens * flops_per_token(w) / (n * peak * TFLOPS * u * eta)
-    hours = seconds / SECONDS_PER_HOUR + FIXED_HOURS
-    return HoursEstimate(hours, hours * (1 - BAND), hours * (1 + BAND), u, eta)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +59,11 @@ class Quote:
     """1 − memory per GPU / usable VRAM."""
     interruption_risk: str | None
     notes: tuple[str, ...]
+    layout: str
+    """The layout the memory and hours assume: ddp, zero2, zero3 (full), fsdp (LoRA), ..."""
+    form_factor: str | None
+    """The form factor the hours assume (the offer's own, else the faster variant)."""
+    tokens_per_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,13 +85,14 @@ class Ranking:
 
 @dataclass(frozen=True, slots=True)
 class _Plan:
-    """The job on one (GPU variant, GPU count): what every offer of that shape shares."""
+    """The job on one (GPU id, form factor, GPU count): what every offer of that shape shares."""
 
     hours: HoursEstimate | None
     memory_gib: float
     headroom: float
     notes: tuple[str, ...]
     problem: str | None
+    form_factor: str | None = None
 
 
 class _Planner:
@@ -190,22 +102,11 @@ class _Planner:
         self.plans: dict[tuple[str, str | None, int], _Plan] = {}
         self.minimums: dict[GpuType, str] = {}
 
-    def variant(
-        self, gpu_id: str, form_factor: str | None
-    ) -> tuple[GpuVariant | None, tuple[str, ...]]:
+    def variants(self, gpu_id: str, form_factor: str | None) -> list[GpuVariant]:
+        """The offer's own form factor, or every variant of the id when it does not say."""
         variants = self.catalog.variants_of(gpu_id)
         exact = [v for v in variants if form_factor and str(v.form_factor) == form_factor]
-        if exact or len(variants) == 1:
-            return (exact or variants)[0], ()
-        if not variants:
-            return None, ()
-        # Section 4.3: an ambiguous name takes the conservative (slowest) variant, flagged.
-        slowest = min(
-            variants,
-            key=lambda v: (v.bf16_tflops_dense or 0, v.fp16_tflops_dense or 0, v.nvlink == "yes"),
-        )
-        note = f"form factor not given; assumed {slowest.form_factor or 'the slowest variant'}"
-        return slowest, (note,)
+        return exact or variants
 
     def plan(self, gpu_id: str, form_factor: str | None, count: int) -> _Plan:
         key = (gpu_id, form_factor, count)
@@ -225,28 +126,29 @@ class _Planner:
         return self.minimums[gpu]
 
     def _plan(self, gpu_id: str, form_factor: str | None, count: int) -> _Plan:
-        variant, notes = self.variant(gpu_id, form_factor)
-        if variant is None:
+        variants = self.variants(gpu_id, form_factor)
+        if not variants:
             return _Plan(None, 0, 0, (), f"GPU '{gpu_id}' is not in the catalog")
-        gpu = gpu_type(variant)
+        kinds = [gpu_type(v) for v in variants]
+        gpu = kinds[0]
         problem = precision_problem(self.w, gpu)
         if problem:
             return _Plan(None, 0, 0, (), problem)
-        if runs_in_fp16(self.w, gpu):
-            notes = (*notes, fp16_note(gpu))
         if not peak_tflops(self.w, gpu):
             return _Plan(None, 0, 0, (), f"no published dense TFLOPs for {gpu.id}; hours unknown")
         n = count * gpu.devices_per_gpu
         if n > max(GPU_COUNTS):
             return _Plan(None, 0, 0, (), f"more than {max(GPU_COUNTS)} GPUs are not modelled")
-        memory = estimate_memory(self.w, n, flash_attention=gpu.flash_attention)
-        usable = usable_vram_gib(gpu)
-        if memory.per_gpu_gib > usable:
-            return _Plan(None, memory.per_gpu_gib, 0, (), self._needs(gpu))
+        memory = place(self.w, gpu, n)
+        if memory is None:
+            return _Plan(None, 0, 0, (), self._needs(gpu))
+        hours, timed, notes = hours_on_variants(self.w, kinds, memory)
+        if runs_in_fp16(self.w, gpu):
+            notes = (*notes, fp16_note(gpu))
         if not gpu.flash_attention:
             notes = (*notes, f"no FlashAttention-2 on {gpu.id}: attention scores kept in memory")
-        hours = estimate_hours(self.w, gpu, n)
-        return _Plan(hours, memory.per_gpu_gib, 1 - memory.per_gpu_gib / usable, notes, None)
+        headroom = 1 - memory.per_gpu_gib / usable_vram_gib(gpu)
+        return _Plan(hours, memory.per_gpu_gib, headroom, notes, None, timed.form_factor)
 
 
 def rank_offers(
@@ -320,4 +222,7 @@ def _quote(offer: Mapping[str, Any], plan: _Plan) -> Quote:
         headroom=plan.headroom,
         interruption_risk=SPOT_RISK if offer.get("pricing") == "spot" else None,
         notes=plan.notes,
+        layout=h.layout,
+        form_factor=plan.form_factor,
+        tokens_per_s=h.tokens_per_s,
     )

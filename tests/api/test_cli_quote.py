@@ -193,3 +193,54 @@ def test_an_8b_qlora_quote_ranks_consumer_cards_and_quotes_a_turing_card_in_fp16
     table = run(*args).output
     rank = ranked.index("Quadro RTX 8000") + 1
     assert f"#{rank}: precision fp16 with loss scaling: Quadro RTX 8000 has no BF16" in table
+
+
+def test_form_factor_sets_the_variant_and_the_quote_names_layout_and_form_factor():
+    base = ("--model", "Llama-3.1-8B", "--method", "full", "--tokens", "100M", "--format", "json")
+    hardware = ("--gpu", "H100 80GB", "--gpus", "8")
+    body = json.loads(run(*base, *hardware).stdout)
+    vague = body["fit"]
+    assert vague["fits"] and body["memory"]["layout"] == vague["layout"]
+    pcie = json.loads(run(*base, *hardware, "--form-factor", "pcie").stdout)["fit"]
+    assert vague["form_factor"] == "SXM" and pcie["form_factor"] == "PCIe"
+    assert vague["hours"] < pcie["hours"] and vague["hours_range"][1] >= pcie["hours"]
+    assert vague["layout"] == pcie["layout"] == "zero2"
+    assert any("faster variant" in note for note in vague["notes"])
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [("--form-factor", "SXM"), ("--gpu", "L40S", "--gpus", "1", "--form-factor", "SXM")],
+)
+def test_a_form_factor_without_gpu_or_that_the_gpu_lacks_exits_2(extra):
+    result = run("--model", "Llama-3.1-8B", "--method", "lora", "--tokens", "1M", *extra)
+    assert result.exit_code == 2
+    assert "Invalid value for --form-factor" in result.output
+
+
+def test_packing_flash_attention_and_lora_targets_reach_the_workload():
+    result = run(
+        "--model",
+        "Llama-3.1-8B",
+        "--method",
+        "lora",
+        "--tokens",
+        "10M",
+        "--gpu",
+        "A100-80GB",
+        "--gpus",
+        "1",
+        "--no-packing",
+        "--no-flash-attention",
+        "--lora-targets",
+        "attention",
+        "--format",
+        "json",
+    )
+    assert result.exit_code == 0, result.output
+    workload = json.loads(result.stdout)["workload"]
+    assert (workload["packing"], workload["flash_attention"], workload["lora_targets"]) == (
+        False,
+        False,
+        "attention",
+    )

@@ -124,7 +124,7 @@ def test_a_workload_rule_fires_when_the_best_quote_drops_under_its_cost(
 ):
     workload = {"model": "Llama-3.1-8B", "method": "full", "tokens": "50M"}
     condition = Condition.of(
-        AlertKind.WORKLOAD, gpu="H100-80GB", workload=workload, below_cost_usd=5.5
+        AlertKind.WORKLOAD, gpu="H100-80GB", workload=workload, below_cost_usd=4.5
     )
     created = create_alert(warehouse, AlertSpec(URL, condition, band=0.5), settings, clock())
     collect(warehouse, clock, vast_bundles(tmp_path, 1.93))
@@ -133,7 +133,7 @@ def test_a_workload_rule_fires_when_the_best_quote_drops_under_its_cost(
     [event] = bodies(warehouse, evaluate_alerts(warehouse, settings, clock()))
     assert event["type"] == "workload.below"
     data = event["data"]
-    assert data["value"] < 5.5 < data["previous_value"]
+    assert data["value"] < 4.5 < data["previous_value"]
     assert data["quote"]["gpus"] == 8 and data["quote"]["cost_usd"] == data["value"]
     assert data["offer"]["offer_id"] == "24581137"
     assert get_alert(warehouse, created.rule.rule_id).state.armed is False

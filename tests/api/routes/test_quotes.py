@@ -133,3 +133,22 @@ def test_an_unknown_method_is_rejected_by_the_schema(quotes_client):
     response = quotes_client.post("/quotes", json={**QLORA_70B, "method": "dora"})
     assert response.status_code == 422
     assert response.json()["detail"][0]["loc"][-1] == "method"
+
+
+def test_time_model_inputs_are_accepted_and_each_quote_names_its_layout(quotes_client):
+    body = {**QLORA_70B, "packing": False, "flash_attention": True, "lora_targets": "attention"}
+    answer = quotes_client.post("/quotes", json=body).json()
+    assert answer["workload"]["packing"] is False
+    assert answer["workload"]["lora_targets"] == "attention"
+    plain = quotes_client.post("/quotes", json={**QLORA_70B, "packing": True}).json()
+    for quote in answer["quotes"]:
+        assert quote["layout"] in {"none", "ddp", "fsdp"}
+        assert quote["tokens_per_s"] > 0
+        assert quote["hours"] == pytest.approx(50e6 / quote["tokens_per_s"] / 3600)
+    padded = {q["offer"]["offer_id"]: q["hours"] for q in answer["quotes"]}
+    assert any(padded.get(q["offer"]["offer_id"], 0) > q["hours"] for q in plain["quotes"])
+
+
+def test_an_unknown_lora_target_is_rejected_by_the_schema(quotes_client):
+    response = quotes_client.post("/quotes", json={**QLORA_70B, "lora_targets": "mlp"})
+    assert response.status_code == 422

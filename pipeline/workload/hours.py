@@ -1,0 +1,263 @@
+"""How long a fine-tuning job runs on N GPUs in a given layout: a small step-time model.
+
+Pure functions; every constant names its source or the measured runs it was fitted on
+(`tests/fixtures/throughput_cases.csv`, copied from the public tables it cites). One GPU's
+micro-step (b sequences of s tokens) takes
+
+    t_gpu  = b·s·F_tok / (peak · U_gen)            matmuls at the generation's utilisation
+           + L · τ_layer                            kernel launches, per layer per micro-step
+           + [QLoRA] passes · P_lin · β_dq / BW_mem  dequantising the NF4 base each pass
+           + [LoRA]  b·s · passes · L · Σ(d_in+d_out) · β_ad / BW_mem   adapter traffic
+           + [no FlashAttention] b·s · s · heads · L · passes · β_sc / BW_mem
+    t_comm = bytes of the layout / interconnect bandwidth (+ host link and CPU Adam if offloaded)
+    t_step = max(t_gpu, t_comm) + ε · min(t_gpu, t_comm) + t_cpu_adam
+    tokens/s = N · b · s / t_step      hours = T / tokens/s / 3600
+
+F_tok counts recompute (workload-model.md section 4.1), so U_gen is a hardware FLOP utilisation.
+Communication per micro-step follows the ZeRO paper (arXiv:1910.02054, section 7): DDP, ZeRO-1
+and ZeRO-2 move 2Ψ (gradients all-reduced), ZeRO-3 / FSDP 3Ψ (weights gathered for forward and
+backward, gradients reduce-scattered); for LoRA, Ψ of the frozen base is gathered and only the
+adapters' gradients are reduced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from pipeline.workload.fit import GpuType
+from pipeline.workload.model import BYTES_16BIT, MemoryEstimate, Workload, base_weight_bytes
+from pipeline.workload.precision import peak_tflops
+
+__all__ = [
+    "FRAMEWORK_SPEEDUP",
+    "FRAMEWORK_SLOWDOWN",
+    "PADDING_SLOWDOWN",
+    "SETUP_HOURS",
+    "HoursEstimate",
+    "estimate_hours",
+    "flops_per_token",
+    "hours_on_variants",
+    "tokens_per_second",
+]
+
+# Section 4.1 (Kaplan et al. arXiv:2001.08361; Transformer Math): FLOPs per token.
+FULL_FLOPS_PER_PARAM = 6  # forward 2 + backward 4
+FROZEN_FLOPS_PER_PARAM = 4  # LoRA/QLoRA: frozen weights need no weight-gradient matmul
+RECOMPUTE_FLOPS_PER_PARAM = 2  # checkpointing: one extra forward
+ATTENTION_FLOPS = 6  # causal FlashAttention training: 6·L·s·h per token
+ATTENTION_RECOMPUTE_FLOPS = 2  # + 2·L·s·h when recomputed
+
+UTILIZATION: Mapping[str, float] = {
+    # U_gen, of the dense BF16/FP16 peak, counting recompute. A100: llm-foundry's 8×A100 MPT
+    # rows (implied 0.58-0.72) and Qwen's A100 rows, once launch overhead and dequantisation
+    # are apart; Transformer Math: 150-180 TFLOP/s on A100 (0.48-0.58).
+    "A100": 0.62,
+    # Hopper: llm-foundry's 8×H100 rows (0.45-0.52), Llama 3 paper (0.38-0.43 at scale).
+    **dict.fromkeys(("H100", "H200", "GH200"), 0.48),
+    "B200": 0.35,  # provisional (workload-model.md section 4.2: software still maturing)
+    # GeForce, of the FP32-accumulate peak: Answer.AI's 2×4090 / 2×3090 QLoRA runs (implied
+    # 0.6-0.7 before overheads); torchtune's compiled 4090 rows run higher still.
+    **dict.fromkeys(("RTX 4090", "RTX 5090", "RTX 3090"), 0.72),
+    **dict.fromkeys(("V100", "T4"), 0.30),  # fp16, no FlashAttention-2 (section 4.2: 0.25)
+    **dict.fromkeys(("MI300X", "MI250", "MI250X"), 0.35),  # ROCm; low confidence
+}
+DEFAULT_UTILIZATION = 0.48
+"""Pro and data-centre PCIe cards (L40S, L4, A10, A40, RTX A6000, RTX 6000 Ada, ...): between
+section 4.2's 0.40 for them and the A100's 0.62, as Hopper; no measured fine-tuning run to fit."""
+LAYER_OVERHEAD_S = 0.0024
+"""τ_layer: fixed time per decoder layer per micro-step (kernel launches and Python of eager
+HF + PEFT, about 300 small kernels per layer forward, recompute and backward). Fitted on Qwen-7B
+LoRA on one A100 at 256, 2048 and 8192 tokens (1.2, 5.2, 21.3 s per 8 micro-steps)."""
+DEQUANT_BYTES_PER_PARAM = 20
+"""β_dq: memory traffic per base weight per pass for dequantising 4-bit weights (NF4 or GPTQ):
+0.5 B read, 2 B written, 2 B re-read by the matmul, and kernel inefficiency. Fitted on Qwen's
+QLoRA vs LoRA rows (7B, 14B, 72B: +0.22, +0.43, +1.7 s per micro-step on A100)."""
+ADAPTER_BYTES_PER_ELEMENT = 4
+"""β_ad: bytes moved per token per adapter input/output element and pass (dropout copy, x·A,
+·B, scale, add, each read and written in bf16, backward twice): why rank barely matters."""
+SCORE_BYTES_PER_ELEMENT = 16
+"""β_sc: without FlashAttention the s × s scores are written, soft-maxed in fp32 and re-read."""
+PASSES_WITH_CKPT = 3  # forward, recompute, backward
+PASSES_WITHOUT_CKPT = 2
+NVLINK_GBPS: Mapping[str, float] = {
+    # Per-GPU unidirectional NVLink bandwidth (datasheets: NVLink2 300, NVLink3 600, NVLink4
+    # 900, NVLink5 1800 GB/s bidirectional); MI300X Infinity Fabric 896 GB/s peer to peer.
+    "V100": 150,
+    "A100": 300,
+    **dict.fromkeys(("H100", "H200"), 450),
+    "B200": 900,
+    "MI300X": 448,
+    **dict.fromkeys(("MI250", "MI250X"), 200),
+}
+NCCL_EFFICIENCY = 0.8
+"""NCCL bus bandwidth reached of the link rate (nccl-tests: ~230 GB/s on A100 NVLink3)."""
+PCIE_GBPS: Mapping[str, float] = {"gen4": 16, "gen5": 32}
+"""NCCL bus bandwidth between GPUs over PCIe (about half the 32 / 64 GB/s x16 link rate: traffic
+crosses the root complex; GeForce cards have no peer-to-peer)."""
+PCIE_GEN5 = frozenset({"H100", "H200", "B200", "RTX 5090", "RTX PRO 6000"})
+HOST_LINK_GBPS = 20.0
+"""GPU ↔ CPU RAM copies of an offloaded layout (PCIe 4.0 x16, 32 GB/s, shared)."""
+INTER_NODE_GBPS = 40.0
+"""Per-GPU bandwidth across nodes (400 Gb/s InfiniBand per GPU at 80 %)."""
+GPUS_PER_NODE = 8  # section 3.8: more than 8 GPUs means a multi-node offer
+CPU_ADAM_PARAMS_PER_S = 1.0e9
+"""Adam steps on CPU per GPU process (a node's cores shared by its 8 GPUs; ZeRO-Offload,
+arXiv:2101.06840). Fitted on torchtune's Llama-3.1-70B full fine-tune with CPU offload."""
+COMM_EXPOSED = 0.1
+"""ε: share of the shorter of compute and communication that prefetching cannot hide."""
+ADAPTER_GRAD_BYTES = 4  # PEFT keeps adapters in fp32 (section 3.3)
+
+# What the model does not know, for hours_range.
+FRAMEWORK_SPEEDUP = 1.5
+"""Fused or compiled kernels (unsloth, Liger, torchtune with compile, llm-foundry) run up to
+this much faster than eager HF + PEFT: torchtune's 4090 and llm-foundry's A100 rows."""
+FRAMEWORK_SLOWDOWN = 1.35
+"""Slower stacks and releases (software moves figures by up to 2×, throughput-notes.md)."""
+PADDING_SLOWDOWN = (1.4, 2.0, 3.4)
+"""Unpacked samples, padded per batch: low, central and high slowdown of real-token
+throughput (throughput-notes.md: packing gave 1.4-1.9× on 8×A100 7B runs, 3.4× on torchtune's
+3B; short samples run 2-4× below fixed-length benchmarks)."""
+SETUP_HOURS = 0.25
+"""Download, loading, evaluation and checkpoint saves (section 4.2: 0.1-0.25 h): added to the
+high end of the range only, so that hours are training time and tokens/s = T / hours."""
+SECONDS_PER_HOUR = 3600
+TFLOPS = 1e12
+GBPS = 1e9
+
+
+def flops_per_token(w: Workload) -> float:
+    """F_tok = c·P + 6·P_lora·[LoRA] + 6·L·s·h + 2·L·s·h·[ckpt] (section 4.1)."""
+    a = w.arch
+    c = FULL_FLOPS_PER_PARAM if w.method == "full" else FROZEN_FLOPS_PER_PARAM
+    attention = ATTENTION_FLOPS * a.layers * w.seq_len * a.hidden
+    if w.grad_ckpt:
+        c += RECOMPUTE_FLOPS_PER_PARAM
+        attention += ATTENTION_RECOMPUTE_FLOPS * a.layers * w.seq_len * a.hidden
+    adapters = 0.0 if w.method == "full" else FULL_FLOPS_PER_PARAM * w.adapter_params
+    return c * a.params + adapters + attention
+
+
+def _peak_tflops(w: Workload, gpu: GpuType) -> float | None:
+    return peak_tflops(w, gpu)  # FP16 with loss scaling on a card without BF16
+
+
+def _gpu_seconds(w: Workload, gpu: GpuType, peak: float) -> float:
+    """t_gpu of one micro-step on one GPU."""
+    a = w.arch
+    tokens = w.micro_batch * w.seq_len
+    passes = PASSES_WITH_CKPT if w.grad_ckpt else PASSES_WITHOUT_CKPT
+    u = UTILIZATION.get(gpu.family, DEFAULT_UTILIZATION)
+    seconds = tokens * flops_per_token(w) / (peak * TFLOPS * u) + a.layers * LAYER_OVERHEAD_S
+    bandwidth = (gpu.mem_bw_gbps or 1000.0) * GBPS
+    if w.method == "qlora":
+        seconds += passes * a.linear_params * DEQUANT_BYTES_PER_PARAM / bandwidth
+    if w.method != "full":
+        width = a.adapter_width(w.lora_targets)
+        seconds += tokens * passes * a.layers * width * ADAPTER_BYTES_PER_ELEMENT / bandwidth
+    if not (w.flash_attention and gpu.flash_attention):
+        scores = tokens * w.seq_len * a.heads * a.layers
+        seconds += passes * scores * SCORE_BYTES_PER_ELEMENT / bandwidth
+    return seconds
+
+
+def _bus_gbps(gpu: GpuType, n: int) -> float:
+    if n > GPUS_PER_NODE * gpu.devices_per_gpu:
+        return INTER_NODE_GBPS
+    if gpu.nvlink and gpu.family in NVLINK_GBPS:
+        return NCCL_EFFICIENCY * NVLINK_GBPS[gpu.family]
+    return PCIE_GBPS["gen5" if gpu.family in PCIE_GEN5 else "gen4"]
+
+
+def _comm_seconds(w: Workload, gpu: GpuType, memory: MemoryEstimate) -> tuple[float, float]:
+    """(t_comm, t_cpu_adam) of one micro-step in the memory estimate's layout."""
+    n = memory.n_gpus
+    grad_bytes = (
+        BYTES_16BIT * w.arch.params if w.method == "full" else ADAPTER_GRAD_BYTES * w.adapter_params
+    )
+    weight_bytes = base_weight_bytes(w)
+    sharded = memory.sharding in ("zero3", "fsdp")
+    seconds = 0.0
+    if n > 1:
+        # ZeRO paper section 7: 2Ψ for DDP / ZeRO-1 / ZeRO-2; gathers add 2 × weights for ZeRO-3.
+        volume = 2 * grad_bytes + (2 * weight_bytes if sharded else 0.0)
+        seconds = volume * (n - 1) / n / (_bus_gbps(gpu, n) * GBPS)
+    if not memory.offload:
+        return seconds, 0.0
+    host = (2 * weight_bytes + grad_bytes) / n  # each GPU streams its shard in and out
+    trainable = w.trainable_params / n
+    return seconds + host / (HOST_LINK_GBPS * GBPS), trainable / CPU_ADAM_PARAMS_PER_S
+
+
+def tokens_per_second(w: Workload, gpu: GpuType, memory: MemoryEstimate) -> float | None:
+    """Training tokens per second of the whole job (packed sequences), or None without a peak."""
+    peak = _peak_tflops(w, gpu)
+    if not peak:
+        return None
+    t_gpu = _gpu_seconds(w, gpu, peak)
+    t_comm, t_cpu = _comm_seconds(w, gpu, memory)
+    step = max(t_gpu, t_comm) + COMM_EXPOSED * min(t_gpu, t_comm) + t_cpu
+    return memory.n_gpus * w.micro_batch * w.seq_len / step
+
+
+@dataclass(frozen=True, slots=True)
+class HoursEstimate:
+    hours: float
+    """Training time, setup excluded: tokens / tokens_per_s."""
+    low: float
+    high: float
+    tokens_per_s: float
+    layout: str
+    """The layout assumed: none, ddp, zero2, zero3 (full), fsdp (LoRA), ...+offload."""
+
+
+def estimate_hours(w: Workload, gpu: GpuType, memory: MemoryEstimate) -> HoursEstimate | None:
+    """Hours of `w` on `memory.n_gpus` devices of `gpu` in `memory`'s layout; None without
+    tokens or a published peak. The range spans the framework (fused kernels to slower stacks),
+    padding when packing is not stated, and setup time."""
+    rate = tokens_per_second(w, gpu, memory)
+    if w.tokens is None or rate is None:
+        return None
+    low_pad, central_pad, high_pad = PADDING_SLOWDOWN
+    if w.packing is False:
+        rate /= central_pad
+        low_factor, high_factor = low_pad / central_pad, high_pad / central_pad
+    elif w.packing is None:  # timed packed (as benchmarks run); the range reaches padded
+        low_factor, high_factor = 1.0, central_pad
+    else:
+        low_factor = high_factor = 1.0
+    hours = w.tokens / rate / SECONDS_PER_HOUR
+    return HoursEstimate(
+        hours=hours,
+        low=hours * low_factor / FRAMEWORK_SPEEDUP,
+        high=hours * high_factor * FRAMEWORK_SLOWDOWN + SETUP_HOURS,
+        tokens_per_s=rate,
+        layout=memory.layout,
+    )
+
+
+def hours_on_variants(
+    w: Workload, gpus: Sequence[GpuType], memory: MemoryEstimate
+) -> tuple[HoursEstimate | None, GpuType, tuple[str, ...]]:
+    """Hours when the form factor is one of `gpus` (an id's SXM / PCIe / NVL rows): the estimate
+    of the fastest, with a range down to the slowest, and a note saying so; or of the only one."""
+    timed = [(h, gpu) for gpu in gpus if (h := estimate_hours(w, gpu, memory)) is not None]
+    if not timed:
+        return None, gpus[0], ()
+    fastest, gpu = min(timed, key=lambda pair: pair[0].hours)
+    if len(timed) == 1:
+        return fastest, gpu, ()
+    slow_hours, slowest = max(timed, key=lambda pair: (pair[0].hours, pair[1] != gpu))
+    span = replace(
+        fastest,
+        low=min(h.low for h, _ in timed),
+        high=max(h.high for h, _ in timed),
+    )
+    fast_name, slow_name = gpu.form_factor or gpu.id, slowest.form_factor or slowest.id
+    if slow_hours.hours <= fastest.hours:
+        return span, gpu, (f"form factor not given: {fast_name} and {slow_name} time alike here",)
+    note = (
+        f"form factor not given: hours are for {fast_name}, the faster variant; "
+        f"the range also spans {slow_name}"
+    )
+    return span, gpu, (note,)
