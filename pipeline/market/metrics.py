@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import platform
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from importlib import metadata
+from typing import Any
 
 import duckdb
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -49,69 +51,65 @@ class PriceCollector(Collector):
         yield build
 
         with self._warehouse.cursor() as cur:
-            prices = q.current_price_stats(cur)
-            runs = q.run_stats(cur)
-        labels = ["gpu", "provider", "pricing"]
-        lowest = GaugeMetricFamily(
-            "gpuprices_lowest_price_per_gpu_hour_usd",
+            sources: dict[str, list[Any]] = {
+                "prices": q.current_price_stats(cur),
+                "runs": q.run_stats(cur),
+            }
+        sources["freshness"] = provider_freshness(self._warehouse, self._settings, self._clock())
+        for spec in _FAMILIES:
+            family = spec.kind(spec.name, spec.documentation, labels=list(spec.labels))
+            for row in sources[spec.source]:
+                value = spec.value(row)
+                if value is not None:
+                    family.add_metric([_field(row, label) for label in spec.labels], value)
+            yield family
+
+
+def _field(row: Any, name: str) -> str:
+    return str(row[name] if isinstance(row, dict) else getattr(row, name))
+
+
+def _timestamp(at: datetime | None) -> float | None:
+    return at.timestamp() if at is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Family:
+    kind: type[GaugeMetricFamily] | type[CounterMetricFamily]
+    name: str
+    documentation: str
+    source: str
+    """prices (per gpu, provider, pricing), runs or freshness (per provider)."""
+    labels: tuple[str, ...]
+    value: Callable[[Any], float | None]
+
+
+_PRICE = ("gpu", "provider", "pricing")
+_PROVIDER = ("provider",)
+_FAMILIES = (
+    _Family(GaugeMetricFamily, "gpuprices_lowest_price_per_gpu_hour_usd",
             "Lowest price per GPU-hour among available offers in the current snapshot",
-            labels=labels,
-        )
-        offers = GaugeMetricFamily(
-            "gpuprices_offers", "Offers listed in the current snapshot", labels=labels
-        )
-        available = GaugeMetricFamily(
-            "gpuprices_offers_available",
-            "Offers rentable now in the current snapshot",
-            labels=labels,
-        )
-        for row in prices:
-            key = [row["gpu"], row["provider"], row["pricing"]]
-            if row["lowest_price"] is not None:
-                lowest.add_metric(key, row["lowest_price"])
-            offers.add_metric(key, row["offers"])
-            available.add_metric(key, row["available"])
-        yield from (lowest, offers, available)
-
-        total = CounterMetricFamily(
-            "gpuprices_collection_runs", "Collection runs so far", labels=["provider"]
-        )
-        failed = CounterMetricFamily(
-            "gpuprices_collection_failures", "Failed collection runs so far", labels=["provider"]
-        )
-        duration = GaugeMetricFamily(
-            "gpuprices_collection_last_duration_seconds",
-            "Duration of the last collection run",
-            labels=["provider"],
-        )
-        for row in runs:
-            total.add_metric([row["provider"]], row["runs"])
-            failed.add_metric([row["provider"]], row["failures"])
-            duration.add_metric([row["provider"]], row["last_seconds"] or 0.0)
-        yield from (total, failed, duration)
-
-        age = GaugeMetricFamily(
-            "gpuprices_data_age_seconds", "Age of the snapshot served", labels=["provider"]
-        )
-        stale = GaugeMetricFamily(
-            "gpuprices_data_stale", "1 when the snapshot served is stale", labels=["provider"]
-        )
-        success = GaugeMetricFamily(
-            "gpuprices_collection_last_success_timestamp_seconds",
-            "Unix time the last successful collection run finished",
-            labels=["provider"],
-        )
-        last_run = GaugeMetricFamily(
-            "gpuprices_collection_last_run_timestamp_seconds",
-            "Unix time the last collection run (ok or failed) started",
-            labels=["provider"],
-        )
-        for fresh in provider_freshness(self._warehouse, self._settings, self._clock()):
-            if fresh.age_seconds is not None:
-                age.add_metric([fresh.provider], fresh.age_seconds)
-            stale.add_metric([fresh.provider], 1.0 if fresh.stale else 0.0)
-            if fresh.last_success_at is not None:
-                success.add_metric([fresh.provider], fresh.last_success_at.timestamp())
-            if fresh.last_run_at is not None:
-                last_run.add_metric([fresh.provider], fresh.last_run_at.timestamp())
-        yield from (age, stale, success, last_run)
+            "prices", _PRICE, lambda r: r["lowest_price"]),
+    _Family(GaugeMetricFamily, "gpuprices_offers", "Offers listed in the current snapshot",
+            "prices", _PRICE, lambda r: r["offers"]),
+    _Family(GaugeMetricFamily, "gpuprices_offers_available",
+            "Offers rentable now in the current snapshot", "prices", _PRICE,
+            lambda r: r["available"]),
+    _Family(CounterMetricFamily, "gpuprices_collection_runs", "Collection runs so far", "runs",
+            _PROVIDER, lambda r: r["runs"]),
+    _Family(CounterMetricFamily, "gpuprices_collection_failures",
+            "Failed collection runs so far", "runs", _PROVIDER, lambda r: r["failures"]),
+    _Family(GaugeMetricFamily, "gpuprices_collection_last_duration_seconds",
+            "Duration of the last collection run", "runs", _PROVIDER,
+            lambda r: r["last_seconds"] or 0.0),
+    _Family(GaugeMetricFamily, "gpuprices_data_age_seconds", "Age of the snapshot served",
+            "freshness", _PROVIDER, lambda f: f.age_seconds),
+    _Family(GaugeMetricFamily, "gpuprices_data_stale", "1 when the snapshot served is stale",
+            "freshness", _PROVIDER, lambda f: 1.0 if f.stale else 0.0),
+    _Family(GaugeMetricFamily, "gpuprices_collection_last_success_timestamp_seconds",
+            "Unix time the last successful collection run finished", "freshness", _PROVIDER,
+            lambda f: _timestamp(f.last_success_at)),
+    _Family(GaugeMetricFamily, "gpuprices_collection_last_run_timestamp_seconds",
+            "Unix time the last collection run (ok or failed) started", "freshness", _PROVIDER,
+            lambda f: _timestamp(f.last_run_at)),
+)  # fmt: skip

@@ -258,14 +258,7 @@ def _states_bytes(
             return weights, grads, optim, "none", False
         # Section 3.2, ZeRO paper table: stage 1 shards the optimizer, 2 also the gradients,
         # 3 (= FSDP FULL_SHARD, the default) also the parameters.
-        sharding: Sharding = ("ddp", "zero1", "zero2", "zero3")[stage]
-        return (
-            weights / n if stage >= 3 else weights,
-            grads / n if stage >= 2 else grads,
-            optim / n if stage >= 1 else optim,
-            sharding,
-            stage >= 3,
-        )
+        return _sharded(weights, grads, optim, n, stage, ("ddp", "zero1", "zero2", "zero3")[stage])
     adapters = w.adapter_params
     weights = base_weight_bytes(w) + ADAPTER_WEIGHT_BYTES * adapters
     grads = ADAPTER_GRAD_BYTES * adapters
@@ -274,7 +267,14 @@ def _states_bytes(
         return weights, grads, optim, "none", False
     # Sections 3.3 and 3.8: LoRA/QLoRA on N > 1 replicate the base (DDP, stage 0) or shard base
     # and adapters with FSDP (stage 3, FSDP-QLoRA); stages 1 and 2 shard only adapter states.
-    sharding = ("ddp", "zero1", "zero2", "fsdp")[stage]
+    return _sharded(weights, grads, optim, n, stage, ("ddp", "zero1", "zero2", "fsdp")[stage])
+
+
+def _sharded(
+    weights: float, grads: float, optim: float, n: int, stage: int, sharding: Sharding
+) -> tuple[float, float, float, Sharding, bool]:
+    """States per GPU at ZeRO `stage` on `n` GPUs: 1 shards the optimizer, 2 also the
+    gradients, 3 also the weights (gathered layer by layer in flight)."""
     return (
         weights / n if stage >= 3 else weights,
         grads / n if stage >= 2 else grads,
