@@ -5,8 +5,11 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated
+from functools import partial
+from typing import Annotated, Any, TypeVar
 
+import anyio.to_thread
+from anyio import CapacityLimiter
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
@@ -22,6 +25,8 @@ __all__ = [
     "ClockDep",
     "CollectorDep",
     "FreshnessDep",
+    "HEAVY_WORKERS",
+    "OffloadDep",
     "ResolverDep",
     "SettingsDep",
     "WarehouseDep",
@@ -71,6 +76,32 @@ async def get_freshness(
 
 
 FreshnessDep = Annotated[list[ProviderFreshness], Depends(get_freshness)]
+
+HEAVY_WORKERS = 2
+"""Heavy answers (big offer pages, quotes, exports, history) computed at once; others wait.
+Each holds the GIL for much of its work: more at once would only slow the rest, /healthz too."""
+T = TypeVar("T")
+
+
+class Offload:
+    """Runs a heavy call in a worker thread, at most `HEAVY_WORKERS` at a time per app."""
+
+    def __init__(self, limiter: CapacityLimiter) -> None:
+        self._limiter = limiter
+
+    async def __call__(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await anyio.to_thread.run_sync(partial(func, *args, **kwargs), limiter=self._limiter)
+
+
+async def get_offload(request: Request) -> Offload:
+    state = request.app.state
+    if getattr(state, "offload", None) is None:
+        state.offload = Offload(CapacityLimiter(HEAVY_WORKERS))
+    offload: Offload = state.offload
+    return offload
+
+
+OffloadDep = Annotated[Offload, Depends(get_offload)]
 
 
 def get_resolver() -> Resolver:

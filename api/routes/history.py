@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
 from api import parameters as p
@@ -23,7 +23,9 @@ MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apa
 
 
 def history_query(
-    gpu: Annotated[str, Query(min_length=1, description="Id, family or any spelling")],
+    gpu: Annotated[
+        str, Query(min_length=1, max_length=p.MAX_NAME_CHARS, description="Id, family or any spelling")
+    ],
     interval: p.IntervalParam = "1h",
     provider: p.ProviderParam = None,
     pricing: p.PricingParam = None,
@@ -34,9 +36,6 @@ def history_query(
     continent: p.ContinentParam = None,
     jurisdiction: p.JurisdictionParam = None,
 ) -> HistoryQuery:
-    for name, value in (("since", since), ("until", until)):
-        if value is not None and value.tzinfo is None:
-            raise HTTPException(422, detail=f"{name} needs a timezone, e.g. 2026-03-01T00:00:00Z")
     return HistoryQuery(
         gpu=gpu,
         interval=interval,

@@ -1,29 +1,26 @@
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 from collections.abc import Hashable
+from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Response
+from fastapi import APIRouter, Depends, Response
 from pydantic import TypeAdapter
-from starlette.concurrency import run_in_threadpool
 
 from api import parameters as p
-from api.deps import ClockDep, FreshnessDep, SettingsDep, WarehouseDep
+from api.deps import ClockDep, FreshnessDep, OffloadDep, SettingsDep, WarehouseDep
 from api.schemas import OfferOut, OffersPage, ProviderFreshnessOut
 from pipeline.freshness import ProviderFreshness
 from pipeline.offers import OfferQuery, answered_from_memory
 from pipeline.serving import OffersAnswer, answer_offers
-from pipeline.settings import parse_duration
+from pipeline.settings import Settings
+from warehouse import Warehouse
 
 router = APIRouter(prefix="/offers", tags=["offers"])
 _OFFERS = TypeAdapter(list[OfferOut])
 _PROVIDERS = TypeAdapter(list[ProviderFreshnessOut])
-
-MaxAge = Annotated[
-    str | None, Query(description="Leave out providers whose snapshot is older, e.g. 30m, 2h")
-]
-
 
 def split_providers(values: list[str] | None) -> tuple[str, ...]:
     return tuple(n.strip() for v in values or () for n in v.split(",") if n.strip())
@@ -45,8 +42,6 @@ async def offer_query(
     jurisdiction: p.JurisdictionParam = None,
 ) -> OfferQuery:
     """The `/offers` filters, shared with the exports."""
-    if as_of is not None and as_of.tzinfo is None:
-        raise HTTPException(422, detail="as_of needs a timezone, e.g. 2026-03-01T14:00:00Z")
     return OfferQuery(
         gpu=gpu,
         providers=split_providers(provider),
@@ -74,34 +69,30 @@ async def list_offers(
     clock: ClockDep,
     freshness: FreshnessDep,
     query: OfferQueryDep,
-    max_age: MaxAge = None,
+    offload: OffloadDep,
+    max_age: p.MaxAgeParam = None,
 ) -> Response:
     """Each provider's latest good snapshot, cheapest per GPU-hour first, with its freshness.
 
-    A provider whose last run failed still serves its last good snapshot, marked stale.
+    A provider whose last run failed still serves its last good snapshot, marked stale. A page
+    holds at most `limit` offers, 10,000 at most (and by default).
     """
-    try:
-        age = parse_duration(max_age) if max_age is not None else None
-    except ValueError as exc:
-        raise HTTPException(422, detail=f"max_age: {exc}") from None
+    query = dataclasses.replace(query, limit=query.limit or p.MAX_OFFERS_PAGE)
     version = answered_from_memory(warehouse, query)
-    if version is None:  # a database read: in the thread pool
-        answer = await run_in_threadpool(
-            answer_offers, warehouse, settings, query, clock(), freshness, age
+    if version is None or max_age is not None:  # a database read or a one-off: off the loop
+        answer = await offload(
+            answer_offers, warehouse, settings, query, clock(), freshness, max_age
         )
-        offers_json, count, _drawn = _offers_part(answer, query)
+        offers_json, count, _drawn = await offload(_offers_part, answer, query)
         return _page(offers_json, count, answer.providers)
-    # From memory, inline. Without max_age the offers part depends only on the snapshots, the
-    # query and which providers are stale: serialized once per (that, query), as long as the
-    # snapshots last.
+    # From memory. The offers part depends only on the snapshots, the query and which providers
+    # are stale: serialized once per (that, query), off the event loop, as long as the
+    # snapshots last; a page already serialized is only joined here.
     stale = frozenset(f.provider for f in freshness if f.stale)
     key = (id(warehouse), version, query, stale)
-    part = _offers_parts.get(key) if age is None else None
+    part = _offers_parts.get(key)
     if part is None:
-        answer = answer_offers(warehouse, settings, query, clock(), freshness, age)
-        part = _offers_part(answer, query)
-        if age is not None:
-            return _page(part[0], part[1], answer.providers)
+        part = await offload(_answer_part, warehouse, settings, query, clock(), freshness)
         _remember(key, part)
     offers_json, count, drawn = part
     providers = [f for f in freshness if f.provider in drawn or not query.providers]
@@ -118,6 +109,16 @@ def _remember(key: Hashable, part: _OfferPart) -> None:
     _offers_parts[key] = part
     while len(_offers_parts) > _PARTS_KEPT:
         _offers_parts.popitem(last=False)
+
+
+def _answer_part(
+    warehouse: Warehouse,
+    settings: Settings,
+    query: OfferQuery,
+    now: datetime,
+    freshness: list[ProviderFreshness],
+) -> _OfferPart:
+    return _offers_part(answer_offers(warehouse, settings, query, now, freshness), query)
 
 
 def _offers_part(answer: OffersAnswer, query: OfferQuery) -> _OfferPart:
