@@ -83,8 +83,17 @@ def problem_response(
     )
 
 
+def _field_part(part: object) -> bool:
+    """Whether a location part names a field (not a union member such as `constrained-int`)."""
+    text = str(part)
+    return isinstance(part, int) or not ("-" in text or "[" in text or text in _TYPE_TAGS)
+
+
+_TYPE_TAGS = frozenset({"int", "str", "float", "bool", "list", "dict", "none"})
+
+
 def _field_error(error: Mapping[str, Any]) -> FieldError:
-    loc = [str(part) for part in error.get("loc", ())]
+    loc = [str(part) for part in error.get("loc", ()) if _field_part(part)]
     location = loc[0] if loc and loc[0] in ("body", "query", "path", "header", "cookie") else ""
     field = ".".join(loc[1:] if location else loc)
     message = str(error.get("msg", "invalid"))

@@ -9,8 +9,10 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from api.parameters import MAX_LISTED, MAX_NAME_CHARS, Name
+from api.schemas_quotes import QuoteIn
 from pipeline.alerts import (
     DEFAULT_BAND,
     DEFAULT_COOLDOWN,
@@ -21,7 +23,7 @@ from pipeline.alerts import (
     CreatedAlert,
     DeliveryLog,
 )
-from pipeline.settings import Duration
+from pipeline.timeparse import Duration
 from scrapers.models import Pricing
 
 __all__ = [
@@ -39,45 +41,84 @@ __all__ = [
 ]
 
 
+MAX_URL_CHARS = 2048
+
+
 class AlertIn(BaseModel):
     """A webhook target and one condition; which fields apply depends on `kind`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     url: str = Field(
         min_length=1,
+        max_length=MAX_URL_CHARS,
         description="Webhook target: https to a public address (http and private addresses "
         "only with GPUPRICES_ALLOW_PRIVATE_WEBHOOKS=true)",
         examples=["https://example.com/hooks/gpu"],
     )
     kind: AlertKind = Field(description="price, availability or workload")
     gpu: str | None = Field(
-        None, min_length=1, description="Id (H100-80GB), family (H100) or any spelling"
+        None,
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="Id (H100-80GB), family (H100) or any spelling",
     )
-    providers: list[str] = Field(default_factory=list, description="Only these providers")
+    providers: list[Name] = Field(
+        default_factory=list, max_length=MAX_LISTED, description="Only these providers"
+    )
     pricing: Pricing | None = Field(None, description="on_demand or spot")
-    region: str | None = Field(None, min_length=1, description="Part of the region text")
-    country: list[str] = Field(default_factory=list, description="ISO 3166-1 alpha-2 codes")
-    continent: str | None = Field(None, description="e.g. Europe")
-    jurisdiction: str | None = Field(None, description="eea or eu (unknown country never matches)")
-    min_gpu_count: int | None = Field(None, ge=1, description="Offers with at least this many")
+    region: str | None = Field(
+        None, min_length=1, max_length=MAX_NAME_CHARS, description="Part of the region text"
+    )
+    country: list[Name] = Field(
+        default_factory=list, max_length=MAX_LISTED, description="ISO 3166-1 alpha-2 codes"
+    )
+    continent: str | None = Field(None, max_length=MAX_NAME_CHARS, description="e.g. Europe")
+    jurisdiction: str | None = Field(
+        None, max_length=MAX_NAME_CHARS, description="eea or eu (unknown country never matches)"
+    )
+    min_gpu_count: int | None = Field(
+        None, ge=1, le=1024, description="Offers with at least this many"
+    )
     below_price_per_gpu_hour: float | None = Field(
-        None, gt=0, description="price: fire at or below this, USD per GPU-hour"
+        None, gt=0, le=1e6, description="price: fire at or below this, USD per GPU-hour"
     )
     below_cost_usd: float | None = Field(
-        None, gt=0, description="workload: fire when the best quote costs at most this, USD"
+        None,
+        gt=0,
+        le=1e12,
+        description="workload: fire when the best quote costs at most this, USD",
     )
     workload: dict[str, Any] | None = Field(
-        None, description="workload: the job, as the body of POST /quotes"
+        None,
+        description="workload: the job, as the body of POST /quotes (validated as that body)",
     )
     band: float = Field(
         DEFAULT_BAND,
         ge=0,
+        le=1e6,
         description="Re-arm only above threshold + band (USD per GPU-hour, or USD for workload)",
     )
     cooldown: Duration = Field(
-        DEFAULT_COOLDOWN, description="No second event within this long: 90s, 30m, 1h, 1d"
+        DEFAULT_COOLDOWN,
+        description="No second event within this long: 90s, 30m, 1h, 1d or ISO 8601 PT1H "
+        "(at most 30 days)",
     )
+
+    @field_validator("workload")
+    @classmethod
+    def _quotable(cls, workload: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The saved job is checked exactly as `POST /quotes` checks its body."""
+        if workload is not None:
+            try:
+                QuoteIn.model_validate(workload)
+            except ValidationError as exc:
+                raise ValueError(
+                    "; ".join(
+                        f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3]
+                    )
+                ) from None
+        return workload
 
     def spec(self) -> AlertSpec:
         condition = Condition(

@@ -5,15 +5,16 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from api.parameters import MAX_LISTED, MAX_NAME_CHARS, Name
 from api.schemas import OfferOut
 from pipeline.architectures import known_models
 from pipeline.quotes import HardwareCheck, QuoteRequest, QuoteResult, describe_workload
 from pipeline.ranking import Quote
-from pipeline.workload import MemoryEstimate, Workload
+from pipeline.workload import MAX_SEQ_LEN, MemoryEstimate, Workload
 from scrapers.models import Pricing
 
 __all__ = [
@@ -29,47 +30,114 @@ __all__ = [
     "SkippedOut",
     "WorkloadOut",
     "WorkloadQuery",
+    "bounded_json",
     "hardware_out",
     "models_page",
     "quotes_out",
 ]
 
 
-class WorkloadQuery(BaseModel):
-    """The workload and the offer filters; field checks happen in `pipeline.workload`."""
+MAX_TOKENS = 10**16
+"""Training tokens at most (a 10-quadrillion-token job is far past any fine-tune)."""
+MAX_PARAMS_B = 100_000.0
+"""Model size at most, in billions of parameters (100T)."""
+MAX_TOP = 10_000
+"""Most quotes one answer holds."""
+_JSON_INT = 2**53  # larger integers do not survive a JSON round trip through doubles
+_JSON_DEPTH = 8
+_JSON_ITEMS = 1_000
+_JSON_TEXT = 10_000
 
-    model_config = ConfigDict(extra="forbid")
+
+def bounded_json(value: Any, depth: int = 0) -> Any:
+    """`value` if it is plain JSON a config.json could hold: finite numbers within ±2^53,
+    strings up to 10,000 characters, at most 1,000 items per level and 8 levels deep."""
+    if depth > _JSON_DEPTH:
+        raise ValueError(f"nested deeper than {_JSON_DEPTH} levels")
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        if not (abs(value) <= _JSON_INT):  # also false for NaN
+            raise ValueError(f"numbers must be finite and within ±2^53, got {str(value)[:20]}")
+        return value
+    if isinstance(value, str):
+        if len(value) > _JSON_TEXT:
+            raise ValueError(f"strings must be at most {_JSON_TEXT:,} characters")
+        return value
+    items = list(value.items()) if isinstance(value, dict) else value
+    if not isinstance(value, dict | list) or len(items) > _JSON_ITEMS:
+        raise ValueError(f"lists and objects hold at most {_JSON_ITEMS:,} items")
+    for item in items:
+        for part in item if isinstance(value, dict) else (item,):
+            bounded_json(part, depth + 1)
+    return value
+
+
+JsonObject = Annotated[dict[str, Any], AfterValidator(bounded_json)]
+Tokens = (
+    Annotated[int, Field(ge=1, le=MAX_TOKENS)]
+    | Annotated[str, StringConstraints(min_length=1, max_length=32)]
+)
+
+
+class WorkloadQuery(BaseModel):
+    """The workload and the offer filters; bounds here, the model's own checks in
+    `pipeline.workload`."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     model: str | None = Field(
-        None, description="A known model (GET /models)", examples=["Llama-3.1-8B"]
+        None,
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="A known model (GET /models)",
+        examples=["Llama-3.1-8B"],
     )
     params_b: float | None = Field(
-        None, description="Size in billions, when the model is not known"
+        None, gt=0, le=MAX_PARAMS_B, description="Size in billions, when the model is not known"
     )
     method: Literal["full", "lora", "qlora"]
-    tokens: int | str = Field(description="Training tokens (dataset × epochs): 50M, 1.5B, 2e8")
+    tokens: Tokens = Field(
+        description="Training tokens (dataset × epochs): 50M, 1.5B, 2e8; at most 10^16"
+    )
     precision: Literal["bf16", "fp16"] = "bf16"
-    seq_len: int = Field(2048, description="Tokens per sequence")
-    micro_batch: int = Field(1, description="Sequences per GPU per step")
+    seq_len: int = Field(2048, ge=1, le=MAX_SEQ_LEN, description="Tokens per sequence")
+    micro_batch: int = Field(1, ge=1, le=4096, description="Sequences per GPU per step")
     grad_ckpt: bool = Field(True, description="Gradient (activation) checkpointing")
     optimizer: Literal["adamw", "adamw_8bit", "paged_adamw"] = "adamw"
-    lora_rank: int = 16
+    lora_rank: int = Field(16, ge=1, le=65536)
     profile: Literal["hf", "fused"] = Field(
         "hf", description="hf: Transformers + PEFT + FA2; fused: unsloth, Liger or torchtune"
     )
-    provider: list[str] | None = Field(None, description="Only these providers")
+    provider: list[Name] | None = Field(
+        None, max_length=MAX_LISTED, description="Only these providers"
+    )
     pricing: Pricing | None = Field(
         None, description="on_demand or spot (spot implies include_spot)"
     )
-    region: str | None = Field(None, min_length=1, description="Part of the region text")
-    country: list[str] | None = Field(None, description="ISO 3166-1 alpha-2 codes, e.g. DE,FR")
-    continent: str | None = Field(None, description="e.g. Europe")
-    jurisdiction: str | None = Field(None, description="eea or eu (unknown country never matches)")
-    gpu: str | None = Field(None, min_length=1, description="Only this GPU id or family")
-    max_hours: float | None = Field(None, gt=0, description="Leave out offers slower than this")
-    max_cost_usd: float | None = Field(None, gt=0, description="Leave out dearer offers, USD")
+    region: str | None = Field(
+        None, min_length=1, max_length=MAX_NAME_CHARS, description="Part of the region text"
+    )
+    country: list[Name] | None = Field(
+        None, max_length=MAX_LISTED, description="ISO 3166-1 alpha-2 codes, e.g. DE,FR"
+    )
+    continent: str | None = Field(None, max_length=MAX_NAME_CHARS, description="e.g. Europe")
+    jurisdiction: str | None = Field(
+        None, max_length=MAX_NAME_CHARS, description="eea or eu (unknown country never matches)"
+    )
+    gpu: str | None = Field(
+        None, min_length=1, max_length=MAX_NAME_CHARS, description="Only this GPU id or family"
+    )
+    max_hours: float | None = Field(
+        None, gt=0, le=1e7, description="Leave out offers slower than this"
+    )
+    max_cost_usd: float | None = Field(
+        None, gt=0, le=1e12, description="Leave out dearer offers, USD"
+    )
     include_spot: bool = Field(False, description="Also rank spot offers, with their risk")
-    top: int = Field(1, ge=1, le=100_000, description="Quotes to return, cheapest first")
+    top: int = Field(
+        1, ge=1, le=MAX_TOP, description=f"Quotes to return, cheapest first (at most {MAX_TOP:,})"
+    )
 
     def workload(self, config: dict[str, Any] | None = None) -> Workload:
         return Workload.build(
@@ -106,10 +174,12 @@ class WorkloadQuery(BaseModel):
 
 
 class QuoteIn(WorkloadQuery):
-    config: dict[str, Any] | None = Field(
+    config: JsonObject | None = Field(
         None, description="A Hugging Face config.json, for a model GET /models does not list"
     )
-    top: int = Field(10, ge=1, le=100_000, description="Quotes to return, cheapest first")
+    top: int = Field(
+        10, ge=1, le=MAX_TOP, description=f"Quotes to return, cheapest first (at most {MAX_TOP:,})"
+    )
 
 
 class BreakdownOut(BaseModel):

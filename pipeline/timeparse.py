@@ -1,4 +1,4 @@
-"""Times and durations as people and clients write them: the one parser every route and command uses.
+"""Times and durations as people and clients write them: one parser for every route and command.
 
 A leaf module (it imports only `pipeline.errors`), so settings, the API, the CLI and the alert
 rules all share it.

@@ -24,7 +24,8 @@ MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apa
 
 def history_query(
     gpu: Annotated[
-        str, Query(min_length=1, max_length=p.MAX_NAME_CHARS, description="Id, family or any spelling")
+        str,
+        Query(min_length=1, max_length=p.MAX_NAME_CHARS, description="Id, family or any spelling"),
     ],
     interval: p.IntervalParam = "1h",
     provider: p.ProviderParam = None,
