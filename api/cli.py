@@ -27,6 +27,8 @@ from api.cli_common import (
     JurisdictionOption,
     err,
     load_settings,
+    open_existing,
+    option_time,
     out,
     user_errors,
 )
@@ -37,6 +39,7 @@ from pipeline.collect import RunReport, run_collection
 from pipeline.freshness import provider_freshness
 from pipeline.offers import OfferQuery, gpu_specs
 from pipeline.serving import answer_offers
+from pipeline.timeparse import TimeParseError, check_not_future
 from scrapers import PROVIDERS
 from scrapers.models import FormFactor, Pricing
 from warehouse import Warehouse
@@ -87,17 +90,14 @@ def _parse_replays(values: list[str]) -> dict[str, Path]:
 
 
 def _parse_at(value: str | None) -> datetime | None:
-    if value is None:
+    """`--at`: an observation time, so never in the future (beyond a little clock skew)."""
+    at = option_time(value, "--at")
+    if at is None:
         return None
     try:
-        at = datetime.fromisoformat(value)
-    except ValueError:
-        raise typer.BadParameter(
-            f"'{value}' is not ISO 8601, e.g. 2026-01-01T00:00:00Z", param_hint="--at"
-        ) from None
-    if at.tzinfo is None:
-        raise typer.BadParameter(f"'{value}' has no timezone; add Z or +00:00", param_hint="--at")
-    return at
+        return check_not_future(at, datetime.now(UTC), "--at")
+    except TimeParseError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--at") from None
 
 
 def _report_table(reports: list[RunReport]) -> Table:
@@ -226,13 +226,13 @@ def offers(
         include_unavailable=include_unavailable,
         sort=sort.value,  # type: ignore[arg-type]
         limit=limit,
-        as_of=cli_history.parse_time(as_of, "--as-of"),
+        as_of=option_time(as_of, "--as-of"),
         countries=tuple(country or ()),
         continent=continent,
         jurisdiction=jurisdiction,
     )
     settings = load_settings(db, config)
-    with Warehouse.open(settings.warehouse_target) as warehouse:
+    with open_existing(settings) as warehouse:
         now = datetime.now(UTC)
         freshness = provider_freshness(warehouse, settings, now)
         answer = answer_offers(warehouse, settings, query, now, freshness)

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import orjson
 import typer
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from api.cli_common import (
     ConfigOption,
@@ -25,10 +25,13 @@ from api.cli_common import (
     JurisdictionOption,
     err,
     load_settings,
+    open_existing,
+    option_duration,
     out,
     user_errors,
 )
 from api.schemas_alerts import (
+    AlertIn,
     AlertOut,
     AlertsPage,
     DeliveriesPage,
@@ -51,7 +54,7 @@ from pipeline.alerts import (
     list_alerts,
     send_test,
 )
-from pipeline.settings import Settings, parse_duration
+from pipeline.settings import Settings
 from scrapers.models import Pricing
 from warehouse import Warehouse
 
@@ -120,8 +123,12 @@ def _condition(
             raise typer.BadParameter(
                 f"cannot read {workload}: {exc}", param_hint="--workload"
             ) from None
-        if not isinstance(saved, dict):
-            raise typer.BadParameter(f"{workload} is not a JSON object", param_hint="--workload")
+        try:  # checked as the quote it will run, as POST /alerts checks it
+            AlertIn.model_validate({"url": "https://x", "kind": kind, "workload": saved})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            reason = str(first["msg"]).removeprefix("Value error, ")
+            raise typer.BadParameter(f"{workload}: {reason}", param_hint="--workload") from None
         return kind, saved
     if not gpu:
         raise typer.BadParameter(f"a {kind} alert needs --gpu", param_hint="--gpu")
@@ -169,10 +176,7 @@ def add(
 ) -> None:
     """Create an alert; prints it with its id and, this once, its signing secret."""
     kind, saved = _condition(gpu, below, available, workload, below_cost)
-    try:
-        wait = parse_duration(cooldown)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--cooldown") from None
+    wait = option_duration(cooldown, "--cooldown")
     condition = Condition(
         kind=kind,
         gpu=gpu,
@@ -211,7 +215,7 @@ def list_command(
     fmt: FormatOption = AlertFormat.TABLE, db: DbOption = None, config: ConfigOption = None
 ) -> None:
     """Every alert with its state (armed, last value, last fired)."""
-    with Warehouse.open(load_settings(db, config).warehouse_target) as warehouse:
+    with open_existing(load_settings(db, config)) as warehouse:
         alerts = [alert_out(status) for status in list_alerts(warehouse)]
     if fmt is AlertFormat.JSON:
         _print_json(AlertsPage(alerts=alerts, count=len(alerts)))
@@ -240,7 +244,7 @@ def rm(
     config: ConfigOption = None,
 ) -> None:
     """Delete an alert; its pending deliveries are cancelled."""
-    with Warehouse.open(load_settings(db, config).warehouse_target) as warehouse:
+    with open_existing(load_settings(db, config)) as warehouse:
         delete_alert(warehouse, alert_id, datetime.now(UTC))
     err.print(f"deleted {alert_id}")
 
@@ -277,7 +281,7 @@ def test(
 ) -> None:
     """Send an `alert.test` event now (later retries, if any, belong to `serve`)."""
     settings = load_settings(db, config)
-    with Warehouse.open(settings.warehouse_target) as warehouse:
+    with open_existing(settings) as warehouse:
         delivery = delivery_out(send_test(warehouse, settings, alert_id))
     if fmt is AlertFormat.JSON:
         _print_json(delivery)
@@ -297,7 +301,7 @@ def deliveries(
     config: ConfigOption = None,
 ) -> None:
     """Every delivery of an alert with each attempt: time, status code, latency, error."""
-    with Warehouse.open(load_settings(db, config).warehouse_target) as warehouse:
+    with open_existing(load_settings(db, config)) as warehouse:
         logs = [delivery_out(log) for log in alert_deliveries(warehouse, alert_id, limit)]
     if fmt is AlertFormat.JSON:
         _print_json(DeliveriesPage(deliveries=logs, count=len(logs)))

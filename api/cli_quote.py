@@ -23,15 +23,23 @@ from api.cli_common import (
     JurisdictionOption,
     err,
     load_settings,
+    open_existing,
     out,
     print_error,
 )
-from api.schemas_quotes import HardwareOut, QuotesOut, hardware_out, quotes_out
+from api.schemas_quotes import (
+    MAX_PARAMS_B,
+    MAX_TOP,
+    HardwareOut,
+    QuotesOut,
+    hardware_out,
+    quotes_out,
+)
 from pipeline.errors import PipelineError, UnknownGpuError, WorkloadError
 from pipeline.quotes import QuoteRequest, check_hardware, quote_offers
 from pipeline.workload import Method, Optimizer, Precision, Profile, Workload
 from scrapers.models import Pricing
-from warehouse import Warehouse, WarehouseError
+from warehouse import WarehouseError
 
 __all__ = ["QuoteFormat", "quote"]
 
@@ -130,7 +138,10 @@ def quote(
         Path | None, typer.Option(help="The model's Hugging Face config.json, for other models")
     ] = None,
     params_b: Annotated[
-        float | None, typer.Option("--params-b", help="Size in billions (fallback architecture)")
+        float | None,
+        typer.Option(
+            "--params-b", max=MAX_PARAMS_B, help="Size in billions (fallback architecture)"
+        ),
     ] = None,
     method: Annotated[Method | None, typer.Option(help="full, lora or qlora")] = None,
     tokens: Annotated[
@@ -153,7 +164,7 @@ def quote(
         str | None, typer.Option(help="With --gpus: check this GPU instead of ranking offers")
     ] = None,
     gpus: Annotated[int | None, typer.Option(help="1, 2, 4, 8 or a multiple of 8 (≤ 1024)")] = None,
-    top: Annotated[int, typer.Option(min=1, help="Quotes to show")] = 10,
+    top: Annotated[int, typer.Option(min=1, max=MAX_TOP, help="Quotes to show")] = 10,
     provider: Annotated[
         list[str] | None, typer.Option("--provider", "-p", help="Repeatable")
     ] = None,
@@ -216,7 +227,7 @@ def quote(
                 top=top,
             )
             settings = load_settings(db)
-            with Warehouse.open(settings.warehouse_target) as warehouse:
+            with open_existing(settings) as warehouse:
                 result = quotes_out(quote_offers(warehouse, request))
     except WorkloadError as exc:
         raise typer.BadParameter(exc.detail, param_hint=_option(exc.field)) from None

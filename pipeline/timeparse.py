@@ -104,11 +104,11 @@ def parse_time(value: Any) -> datetime:
                 parsed = datetime.fromisoformat(text)
         except ValueError:
             raise TimeParseError(
-                f"'{_short(value)}' is not an ISO 8601 time such as 2026-03-01T14:00:00Z "
-                "or a date such as 2026-03-01"
+                f"'{_short(value)}' is not ISO 8601: give a time such as "
+                "2026-03-01T14:00:00Z or a date such as 2026-03-01"
             ) from None
     else:
-        raise TimeParseError(f"'{_short(value)}' is not an ISO 8601 time such as 2026-03-01")
+        raise TimeParseError(f"'{_short(value)}' is not ISO 8601: give a time such as 2026-03-01")
     if parsed.tzinfo is None or parsed.utcoffset() is None:
         raise TimeParseError(f"'{_short(value)}' has no timezone: add Z or +00:00")
     try:
