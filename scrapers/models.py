@@ -313,8 +313,9 @@ def instance_price_offers(
 
     Arrays are the offers' fields (float64 prices and sizes, int64 `gpu_count`); `observed_at`
     must be aware. A row is valid when `Offer.from_instance_price` would accept it and store it:
-    non-empty ids and names of at most MAX_TEXT_CHARS, `gpu_count` in 1..INT32_MAX, prices positive and finite, per-GPU
-    price x count equal to the instance price to the cent, sizes in range.
+    non-empty ids and names of at most MAX_TEXT_CHARS, `gpu_count` in 1..INT32_MAX, prices
+    positive and finite, per-GPU price x count equal to the instance price to the cent, sizes in
+    range.
     """
     if not provider:
         raise ValueError("provider must not be empty")

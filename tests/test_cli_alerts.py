@@ -9,8 +9,8 @@ from standardwebhooks import Webhook
 from typer.testing import CliRunner
 
 from api.cli import app
-from warehouse import Warehouse
 from tests.pipeline.alerts_receiver import Answer, receiving, vast_bundles
+from warehouse import Warehouse
 
 runner = CliRunner()
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
@@ -20,6 +20,15 @@ from pipeline.history import (
 router = APIRouter(tags=["history"])
 
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
+_FILE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The rows as a CSV or Parquet file (every row: exports are not capped)",
+        "content": {
+            "text/csv": {"schema": {"type": "string"}},
+            "application/vnd.apache.parquet": {"schema": {"type": "string", "format": "binary"}},
+        },
+    }
+}
 
 
 def history_query(
@@ -72,7 +81,12 @@ def _file(body: bytes, name: str, fmt: str) -> Response:
     )
 
 
-@router.get("/export/offers.{fmt}", summary="Current (or as_of) offers as CSV or Parquet")
+@router.get(
+    "/export/offers.{fmt}",
+    summary="Current (or as_of) offers as CSV or Parquet",
+    response_class=Response,
+    responses=_FILE_RESPONSES,
+)
 def export_offers_file(
     fmt: Annotated[str, p.Path(pattern="^(csv|parquet)$")],
     warehouse: WarehouseDep,
@@ -85,7 +99,12 @@ def export_offers_file(
     return _file(export_offers(warehouse, query, fmt), "offers", fmt)  # type: ignore[arg-type]
 
 
-@router.get("/export/history.{fmt}", summary="Price history as CSV or Parquet")
+@router.get(
+    "/export/history.{fmt}",
+    summary="Price history as CSV or Parquet",
+    response_class=Response,
+    responses=_FILE_RESPONSES,
+)
 def export_history_file(
     fmt: Annotated[str, p.Path(pattern="^(csv|parquet)$")],
     warehouse: WarehouseDep,
