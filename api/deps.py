@@ -77,9 +77,11 @@ async def get_freshness(
 
 FreshnessDep = Annotated[list[ProviderFreshness], Depends(get_freshness)]
 
-HEAVY_WORKERS = 2
-"""Heavy answers (big offer pages, quotes, exports, history) computed at once; others wait.
-Each holds the GIL for much of its work: more at once would only slow the rest, /healthz too."""
+HEAVY_WORKERS = 1
+"""Python-heavy answers (offer pages, quotes) computed at once; the others wait their turn, off
+the event loop. They hold the GIL for most of their work: a second one at once adds no
+throughput and doubles every other thread's wait for the GIL (/healthz's too). Exports and
+history are DuckDB work (no GIL): they run in the ordinary thread pool."""
 T = TypeVar("T")
 
 

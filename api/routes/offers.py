@@ -101,6 +101,8 @@ async def list_offers(
 
 _OfferPart = tuple[bytes, int, frozenset[str]]
 _offers_parts: OrderedDict[Hashable, _OfferPart] = OrderedDict()
+_CHUNK_ROWS = 256
+"""Offers validated and serialized per call (a few ms of GIL each)."""
 _PARTS_KEPT = 512
 """Serialized offer lists kept (least recently used out); each is a page of a query's offers."""
 
@@ -123,9 +125,13 @@ def _answer_part(
 
 def _offers_part(answer: OffersAnswer, query: OfferQuery) -> _OfferPart:
     """The answer's offers as JSON, how many, and the providers the page reports on."""
-    offers = _OFFERS.validate_python(answer.offers)
-    drawn = frozenset({row["provider"] for row in answer.offers} | set(query.providers))
-    return _OFFERS.dump_json(offers), len(offers), drawn
+    rows = answer.offers
+    parts = [  # in chunks: each call holds the GIL, and a whole page's would stall the loop
+        _OFFERS.dump_json(_OFFERS.validate_python(rows[i : i + _CHUNK_ROWS]))[1:-1]
+        for i in range(0, len(rows), _CHUNK_ROWS)
+    ]
+    drawn = frozenset({row["provider"] for row in rows} | set(query.providers))
+    return b"[" + b",".join(parts) + b"]", len(rows), drawn
 
 
 def _page(offers_json: bytes, count: int, providers: list[ProviderFreshness]) -> Response:
