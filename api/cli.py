@@ -207,7 +207,7 @@ def offers(
         bool, typer.Option(help="Also list offers that are listed but not rentable now")
     ] = False,
     sort: Annotated[SortKey, typer.Option(help="Cheapest first by")] = SortKey.PRICE_PER_GPU_HOUR,
-    limit: Annotated[int | None, typer.Option(min=1)] = None,
+    limit: Annotated[int | None, typer.Option(min=1, max=10**9, help="Most offers")] = None,
     as_of: Annotated[
         str | None, typer.Option("--as-of", help="ISO 8601: the offers as they stood then")
     ] = None,

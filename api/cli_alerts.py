@@ -295,7 +295,7 @@ def test(
 @user_errors
 def deliveries(
     alert_id: Annotated[str, typer.Argument(metavar="ID")],
-    limit: Annotated[int, typer.Option(min=1, help="Most deliveries, newest first")] = 20,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="Most deliveries, newest first")] = 20,
     fmt: FormatOption = AlertFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,

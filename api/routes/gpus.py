@@ -6,6 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from api.deps import WarehouseDep
+from api.parameters import MAX_NAME_CHARS
 from api.schemas import GpuOut, GpusPage, ResolveOut, UnknownGpuOut, UnknownGpusPage
 from pipeline.offers import gpu_specs, resolve_gpu, unknown_gpus
 
@@ -20,7 +21,15 @@ def list_gpus() -> GpusPage:
 
 @router.get("/resolve", response_model=ResolveOut, summary="How a GPU name resolves")
 def resolve(
-    name: Annotated[str, Query(min_length=1, description="Any spelling, e.g. A100 SXM4 80GB")],
+    name: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=MAX_NAME_CHARS,
+            description="Any spelling, e.g. A100 SXM4 80GB",
+            examples=["A100 SXM4 80GB"],
+        ),
+    ],
 ) -> ResolveOut:
     resolution, matches = resolve_gpu(name)
     return ResolveOut(
