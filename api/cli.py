@@ -54,9 +54,6 @@ app = typer.Typer(
 )
 
 
-GIL_SWITCH_INTERVAL_S = 0.001
-
-
 class OutputFormat(StrEnum):
     TABLE = "table"
     JSON = "json"
@@ -95,10 +92,8 @@ def _parse_replays(values: list[str]) -> dict[str, Path]:
 def _parse_at(value: str | None) -> datetime | None:
     """`--at`: an observation time, so never in the future (beyond a little clock skew)."""
     at = option_time(value, "--at")
-    if at is None:
-        return None
     try:
-        return check_not_future(at, datetime.now(UTC), "--at")
+        return check_not_future(at, datetime.now(UTC), "--at") if at else None
     except TimeParseError as exc:
         raise typer.BadParameter(str(exc), param_hint="--at") from None
 
@@ -359,6 +354,7 @@ def serve(
     """Serve the REST API and collect on schedule (OpenAPI at /docs)."""
     import uvicorn
 
+    from api.edge import GIL_SWITCH_INTERVAL_S
     from api.main import create_app
 
     settings = load_settings(
@@ -375,10 +371,7 @@ def serve(
     warehouse = Warehouse.open(settings.warehouse_target)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # our own run lines say enough
-    # While a worker thread builds a big page, the event loop waits for the GIL up to one switch
-    # interval each time it needs it (several times per request): 1 ms instead of 5 keeps
-    # /healthz and small answers quick (issue 17), for a negligible cost in throughput.
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # the event loop's wait for the GIL
     try:
         uvicorn.run(
             create_app(settings, warehouse),
