@@ -39,6 +39,7 @@ logger = logging.getLogger(__name__)
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 _FIELD_ERRORS_SHOWN = 3  # in `detail`; `errors` lists them all
 _DESCRIPTIONS = {
+    400: "The body cannot be read as JSON text",
     401: "Missing or wrong API key",
     404: "No such resource",
     413: "Request body over the route's limit (the limit is in `detail`)",
@@ -111,6 +112,8 @@ def validation_detail(errors: Sequence[FieldError]) -> str:
 async def _http_error(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
+    if exc.status_code == 400 and exc.__cause__ is not None:  # FastAPI could not read the body
+        detail = "The request body cannot be read: send JSON text (UTF-8)"
     return problem_response(exc.status_code, detail, headers=exc.headers)
 
 
@@ -164,7 +167,7 @@ _EVERY_ROUTE = (422, 500, 503)
 
 def _document(app: FastAPI) -> None:
     """Wrap `app.openapi`: the Problem schema, and each operation's problem statuses (every
-    route: 422, 500, 503; with a body: 413) in place of FastAPI's own 422 shape."""
+    route: 422, 500, 503; with a body: 400, 413) in place of FastAPI's own 422 shape."""
     generate = app.openapi
 
     def openapi() -> dict[str, Any]:
@@ -188,7 +191,8 @@ def _document(app: FastAPI) -> None:
 
 def _add_problems(operation: dict[str, Any]) -> None:
     responses: dict[str, Any] = operation.setdefault("responses", {})
-    statuses: Iterable[int] = (*_EVERY_ROUTE, 413) if "requestBody" in operation else _EVERY_ROUTE
+    with_body = (*_EVERY_ROUTE, 400, 413)
+    statuses: Iterable[int] = with_body if "requestBody" in operation else _EVERY_ROUTE
     for status, documented in problems(*statuses).items():
         key = str(status)
         if status == 422 or key not in responses:

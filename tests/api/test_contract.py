@@ -1,18 +1,23 @@
 """The API keeps its own OpenAPI contract: schemathesis generates requests from `/openapi.json`.
 
 Every operation, with a bounded number of examples, answers no 5xx, only documented statuses and
-media types, and bodies that match their documented schemas; once with no API key configured,
-once with a key sent, and once with a key configured but not sent (401s). Webhook targets resolve
+media types, and bodies that match their documented schemas; once with no API key configured
+(valid and invalid requests), once with a key sent, and once with a key configured but not sent
+(401s). Webhook targets resolve
 to loopback, which the default settings refuse: nothing is ever sent (and the loopback guard
 would stop anything that tried to leave the machine).
 """
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
+from schemathesis.generation.modes import GenerationMode
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_schema_conformance,
@@ -32,7 +37,7 @@ CHECKS = [
     content_type_conformance,
     response_schema_conformance,
 ]
-EXAMPLES_PER_OPERATION = 12
+EXAMPLES_PER_OPERATION = {GenerationMode.POSITIVE: 12, GenerationMode.NEGATIVE: 8}
 
 
 def _dead_end(_host: str, _port: int) -> list[str]:
@@ -68,14 +73,18 @@ def collected(warehouse):
     return warehouse
 
 
-def test_every_operation_keeps_its_documented_contract(api):
+def test_every_operation_keeps_its_documented_contract(api, request):
+    """Valid requests in every mode; invalid ones too (bad types, out of bounds) without a key."""
+    modes = [GenerationMode.POSITIVE]
+    if request.node.callspec.params["api"] == "no key":
+        modes.append(GenerationMode.NEGATIVE)
     failures: list[str] = []
-    for result in api.get_all_operations():
+    for result, mode in itertools.product(api.get_all_operations(), modes):
         operation = result.ok()
 
-        @given(case=operation.as_strategy())
+        @given(case=operation.as_strategy(generation_mode=mode))
         @settings(
-            max_examples=EXAMPLES_PER_OPERATION,
+            max_examples=EXAMPLES_PER_OPERATION[mode],
             deadline=None,
             suppress_health_check=list(HealthCheck),
             database=None,
@@ -86,6 +95,8 @@ def test_every_operation_keeps_its_documented_contract(api):
 
         try:
             keeps_contract()
+        except Unsatisfiable:  # no parameters to make invalid (e.g. GET /healthz)
+            assert mode is GenerationMode.NEGATIVE
         except Exception as exc:  # each operation's failure is reported, not only the first
-            failures.append(f"{operation.label}: {exc}")
+            failures.append(f"{operation.label} ({mode}): {exc}")
     assert not failures, "\n\n".join(failures)
