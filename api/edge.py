@@ -51,8 +51,11 @@ def _limit_text(limit: int) -> str:
 
 class _BodyTooLarge(HTTPException):
     def __init__(self, limit: int) -> None:
-        super().__init__(413, detail=f"Request body is over this route's limit of "
-                         f"{_limit_text(limit)}; send a smaller body")
+        super().__init__(
+            413,
+            detail=f"Request body is over this route's limit of "
+            f"{_limit_text(limit)}; send a smaller body",
+        )
 
 
 class BodyLimitMiddleware:

@@ -70,8 +70,11 @@ def problem_response(
     detail: str,
     errors: Sequence[FieldError] | None = None,
     headers: Mapping[str, str] | None = None,
+    extensions: Mapping[str, Any] | None = None,
 ) -> Response:
+    """A problem-details answer; `extensions` are extra members (RFC 9457 section 3.2)."""
     body: dict[str, Any] = {
+        **(extensions or {}),
         "type": "about:blank",
         "title": HTTPStatus(status).phrase,
         "status": status,

@@ -100,9 +100,7 @@ def _offers_load(port: int, seconds: float, queue: multiprocessing.Queue) -> Non
 
     async def run() -> None:
         deadline = time.perf_counter() + seconds
-        await asyncio.gather(
-            *(_offers_client(port, i, deadline, results) for i in range(CLIENTS))
-        )
+        await asyncio.gather(*(_offers_client(port, i, deadline, results) for i in range(CLIENTS)))
 
     asyncio.run(run())
     queue.put(results)

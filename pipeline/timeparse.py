@@ -82,8 +82,7 @@ def parse_duration(value: Any) -> timedelta:
         raise TimeParseError(f"'{_short(value)}' is not {_DURATION_HINT}")
     if not math.isfinite(seconds) or not 0 <= seconds <= MAX_DURATION.total_seconds():
         raise TimeParseError(
-            f"'{_short(value)}' is out of range: a duration is from 0 to "
-            f"{MAX_DURATION.days} days"
+            f"'{_short(value)}' is out of range: a duration is from 0 to {MAX_DURATION.days} days"
         )
     return timedelta(seconds=seconds)
 

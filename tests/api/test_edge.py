@@ -195,9 +195,9 @@ def test_401_404_and_unknown_routes_are_problems_too(db_path):
         body = problem(client.get("/alerts"), 401)
         assert "API key" in body["detail"]
         authorized = {"Authorization": "Bearer k"}
-        assert "alr_nope" in problem(client.get("/alerts/alr_nope", headers=authorized), 404)[
-            "detail"
-        ]
+        assert (
+            "alr_nope" in problem(client.get("/alerts/alr_nope", headers=authorized), 404)["detail"]
+        )
         problem(client.get("/no/such/route"), 404)
 
 
@@ -220,7 +220,5 @@ def test_openapi_documents_a_problem_for_every_error_of_every_operation(client):
     exports = spec["paths"]["/export/offers.{fmt}"]["get"]["responses"]["200"]["content"]
     assert set(exports) == {"text/csv", "application/vnd.apache.parquet"}
     assert set(spec["paths"]["/metrics"]["get"]["responses"]["200"]["content"]) == {"text/plain"}
-    limit = next(
-        p for p in spec["paths"]["/offers"]["get"]["parameters"] if p["name"] == "limit"
-    )
+    limit = next(p for p in spec["paths"]["/offers"]["get"]["parameters"] if p["name"] == "limit")
     assert limit["schema"]["anyOf"][0]["maximum"] == 10_000 and "10,000" in limit["description"]
