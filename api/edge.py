@@ -119,6 +119,7 @@ class HeadAsGetMiddleware:
         await self.app({**scope, "method": "GET"}, receive, headers_only)
 
 
+_UNKNOWN_LISTED = 20  # field errors listed at most, however many unknown names a query sends
 _KNOWN = "_known_query_names"  # where a route keeps its names once computed
 
 
@@ -158,6 +159,6 @@ async def known_query_only(request: Request) -> None:
                     "loc": ("query", name[:64]),
                     "msg": f"Unknown query parameter '{name[:64]}'; {hint}",
                 }
-                for name in unknown
+                for name in unknown[:_UNKNOWN_LISTED]
             ]
         )

@@ -126,12 +126,13 @@ async def _validation_error(_request: Request, exc: Exception) -> Response:
     return problem_response(422, validation_detail(errors), errors)
 
 
-async def _pipeline_error(_request: Request, exc: Exception) -> Response:
+async def _pipeline_error(request: Request, exc: Exception) -> Response:
     errors = None
+    location = "query" if request.method in ("GET", "HEAD") else "body"
     if isinstance(exc, WorkloadError):
-        errors = [FieldError(location="body", field=exc.field, detail=exc.detail)]
+        errors = [FieldError(location=location, field=exc.field, detail=exc.detail)]
     elif (field := getattr(exc, "field", None)) is not None:
-        errors = [FieldError(location="body", field=str(field), detail=str(exc))]
+        errors = [FieldError(location=location, field=str(field), detail=str(exc))]
     return problem_response(422, str(exc), errors)
 
 

@@ -222,3 +222,9 @@ def test_openapi_documents_a_problem_for_every_error_of_every_operation(client):
     assert set(spec["paths"]["/metrics"]["get"]["responses"]["200"]["content"]) == {"text/plain"}
     limit = next(p for p in spec["paths"]["/offers"]["get"]["parameters"] if p["name"] == "limit")
     assert limit["schema"]["anyOf"][0]["maximum"] == 10_000 and "10,000" in limit["description"]
+
+
+def test_a_flood_of_unknown_parameters_lists_twenty(client):
+    query = "&".join(f"p{i}=1" for i in range(1000))
+    body = problem(client.get(f"/gpus?{query}"), 422)
+    assert len(body["errors"]) == 20 and "(and 17 more in errors)" in body["detail"]
