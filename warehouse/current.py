@@ -28,7 +28,7 @@ _SORT_COLUMNS: dict[SortKey, list[str]] = {
 }
 """As `offers_sql` orders (DuckDB compares strings by bytes, as Arrow does)."""
 _LOADED_ORDER: SortKey = "price_per_gpu_hour"
-_BATCH_ROWS = 256
+_BATCH_ROWS = 128
 """Rows turned into Python objects per call: a few ms each, so other threads get the GIL."""
 
 

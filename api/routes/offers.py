@@ -111,7 +111,7 @@ async def _inline(func: Callable[..., T], *args: Any) -> T:
 
 _OfferPart = tuple[bytes, int, frozenset[str]]
 _offers_parts: OrderedDict[Hashable, _OfferPart] = OrderedDict()
-_CHUNK_ROWS = 256
+_CHUNK_ROWS = 128
 """Offers validated and serialized per call (a few ms of GIL each)."""
 _PARTS_KEPT = 512
 """Serialized offer lists kept (least recently used out); each is a page of a query's offers."""
