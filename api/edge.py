@@ -22,9 +22,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from api.problems import problem_response
 
 __all__ = [
-    "BODY_LIMITS",
+    "BODY_LIMITS_BYTES",
     "GIL_SWITCH_INTERVAL_S",
-    "DEFAULT_BODY_LIMIT",
+    "DEFAULT_BODY_LIMIT_BYTES",
     "BodyLimitMiddleware",
     "HeadAsGetMiddleware",
     "known_query_only",
@@ -32,13 +32,13 @@ __all__ = [
 ]
 
 KIB = 1024
-DEFAULT_BODY_LIMIT = 64 * KIB
+DEFAULT_BODY_LIMIT_BYTES = 64 * KIB
 """Bytes: any JSON body here is a few KB (a workload with a config.json is ~2 KB)."""
-BODY_LIMITS: Mapping[tuple[str, str], int] = {
+BODY_LIMITS_BYTES: Mapping[tuple[str, str], int] = {
     ("POST", "/quotes"): 256 * KIB,  # room for a large Hugging Face config.json
     ("POST", "/alerts"): 256 * KIB,  # a workload alert carries the same body as POST /quotes
 }
-"""Per-route limits by (method, path); every other route gets `DEFAULT_BODY_LIMIT`."""
+"""Per-route limits by (method, path); every other route gets `DEFAULT_BODY_LIMIT_BYTES`."""
 
 
 GIL_SWITCH_INTERVAL_S = 0.001
@@ -79,8 +79,8 @@ class BodyLimitMiddleware:
     def __init__(
         self,
         app: ASGIApp,
-        limits: Mapping[tuple[str, str], int] = BODY_LIMITS,
-        default: int = DEFAULT_BODY_LIMIT,
+        limits: Mapping[tuple[str, str], int] = BODY_LIMITS_BYTES,
+        default: int = DEFAULT_BODY_LIMIT_BYTES,
     ) -> None:
         self.app, self.limits, self.default = app, limits, default
 

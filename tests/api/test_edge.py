@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.deps import get_resolver
-from api.edge import BODY_LIMITS, DEFAULT_BODY_LIMIT
+from api.edge import BODY_LIMITS_BYTES, DEFAULT_BODY_LIMIT_BYTES
 from api.main import create_app
 from api.problems import PROBLEM_MEDIA_TYPE
 from pipeline.settings import Settings
@@ -54,7 +54,7 @@ def post_json(client, url: str, text: str):
 
 def test_a_20_mb_quote_body_is_refused_from_its_length_with_the_limit_stated(client):
     body = problem(post_json(client, "/quotes", "x" * (20 * MB)), 413)
-    limit = BODY_LIMITS[("POST", "/quotes")]
+    limit = BODY_LIMITS_BYTES[("POST", "/quotes")]
     assert f"{limit} bytes" in body["detail"]
 
 
@@ -80,7 +80,7 @@ def test_strings_and_lists_under_the_body_limit_are_still_bounded(client):
 
 
 def test_every_other_route_takes_small_bodies_only(client):
-    response = client.request("GET", "/healthz", content=b"x" * (DEFAULT_BODY_LIMIT + 1))
+    response = client.request("GET", "/healthz", content=b"x" * (DEFAULT_BODY_LIMIT_BYTES + 1))
     problem(response, 413)
 
 
