@@ -7,9 +7,10 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 
 import httpx
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi import Depends, FastAPI
 
+from api.rest.edge import BodyLimitMiddleware, HeadAsGetMiddleware, known_query_only
+from api.rest.problems import install_problem_handlers
 from api.rest.routes import (
     alerts,
     gpus,
@@ -24,10 +25,9 @@ from api.rest.routes import (
 from api.web import route as web
 from pipeline.base import utc_now
 from pipeline.collection.schedule import Collector
-from pipeline.errors import PipelineError
 from pipeline.market.serving import OfferServer
 from pipeline.settings import Settings
-from warehouse import Warehouse, WarehouseError
+from warehouse import Warehouse
 
 __all__ = ["create_app"]
 
@@ -76,17 +76,12 @@ def create_app(
     app.state.clock = clock
     app.state.collector = None
 
-    @app.exception_handler(PipelineError)
-    async def pipeline_error(_request: Request, exc: PipelineError) -> JSONResponse:
-        return JSONResponse(status_code=422, content={"detail": str(exc)})
-
-    @app.exception_handler(WarehouseError)
-    async def warehouse_error(_request: Request, exc: WarehouseError) -> JSONResponse:
-        return JSONResponse(status_code=503, content={"detail": str(exc)})
-
+    install_problem_handlers(app)
+    app.add_middleware(BodyLimitMiddleware)
+    app.add_middleware(HeadAsGetMiddleware)
     routers = (quotes, offers, history, gpus, providers, regions, metrics, health, alerts)
-    for module in routers:
-        app.include_router(module.router)
+    for module in routers:  # the API; the web page reads its own query leniently
+        app.include_router(module.router, dependencies=[Depends(known_query_only)])
     app.include_router(web.router)
     web.mount_static(app)
     return app

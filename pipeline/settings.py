@@ -7,13 +7,12 @@ environment, then the TOML file named by `--config` or `GPUPRICES_CONFIG`, then 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import BeforeValidator, Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -23,6 +22,7 @@ from pydantic_settings import (
 )
 
 from pipeline.errors import PipelineError
+from pipeline.timeparse import Duration, parse_duration
 from warehouse import WarehouseError
 from warehouse.target import Target, parse_target
 
@@ -45,28 +45,12 @@ DEFAULT_INTERVALS: Mapping[str, timedelta] = {
 }
 """Collection intervals per provider (Vast.ai 10 min, RunPod and Lambda 15, CoreWeave 6 h)."""
 FALLBACK_INTERVAL = timedelta(minutes=15)
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$", re.IGNORECASE)
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 class SettingsError(PipelineError):
     """A setting is missing or invalid; the message names it."""
 
 
-def parse_duration(value: Any) -> timedelta:
-    """`90s`, `30m`, `6h`, `1d`, `2w`, a number of seconds, or a timedelta."""
-    if isinstance(value, timedelta):
-        return value
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return timedelta(seconds=value)
-    match = _DURATION.match(str(value))
-    if not match:
-        raise ValueError(f"'{value}' is not a duration such as 90s, 30m, 6h or 1d")
-    amount, unit = float(match.group(1)), (match.group(2) or "s").lower()
-    return timedelta(seconds=amount * _UNIT_SECONDS[unit])
-
-
-Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 Role = Literal["all", "api", "collector"]
 
 

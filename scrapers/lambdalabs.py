@@ -150,7 +150,7 @@ def _offers_of(type_name: str, record: dict[str, Any], observed_at: datetime) ->
     match = _DESCRIPTION.match(description)
     if match is None:
         raise ValueError(f"description {description!r} is not '<count>x <gpu> (<vram> GB ...)'")
-    gpu_count = int(specs["gpus"])
+    gpu_count = specs["gpus"]  # the offer refuses a count that is not whole (2.5)
     if int(match["count"]) != gpu_count:
         raise ValueError(
             f"specs.gpus {gpu_count} disagrees with the count in description {description!r}"

@@ -16,6 +16,7 @@ __all__ = [
     "CENT_TOLERANCE_USD",
     "FormFactor",
     "INT32_MAX",
+    "MAX_TEXT_CHARS",
     "OFFER_COLUMNS",
     "Offer",
     "ParseResult",
@@ -26,6 +27,8 @@ __all__ = [
     "observed_at_utc",
 ]
 
+MAX_TEXT_CHARS = 256
+"""Longest id, GPU name, region or tier kept; a longer one is a broken record, not a name."""
 CENT_TOLERANCE_USD = 0.005
 """`price_per_gpu_hour * gpu_count` must equal `price_per_hour` to the cent (±half a cent)."""
 
@@ -54,12 +57,18 @@ class Offer(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    provider: str = Field(min_length=1)
-    offer_id: str = Field(min_length=1, description="Stable provider key for this offer")
+    provider: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    offer_id: str = Field(
+        min_length=1, max_length=MAX_TEXT_CHARS, description="Stable provider key for this offer"
+    )
     gpu: str | None = Field(default=None, description="Canonical GPU id, null when unknown")
-    gpu_raw: str = Field(min_length=1, description="The provider's own spelling of the GPU")
+    gpu_raw: str = Field(
+        min_length=1, max_length=MAX_TEXT_CHARS, description="The provider's own spelling"
+    )
     form_factor: FormFactor | None = None
-    gpu_count: int = Field(gt=0, le=2**31 - 1, description="Stored as a 32-bit INTEGER")
+    gpu_count: int = Field(
+        gt=0, le=2**31 - 1, description="A whole number (2.5 is refused); a 32-bit INTEGER"
+    )
     vram_gb: float | None = Field(
         default=None, ge=1, le=1024, description="GB per GPU; outside 1..1024 means a unit mix-up"
     )
@@ -67,14 +76,14 @@ class Offer(BaseModel):
     price_per_hour: float = Field(description="USD per hour for the whole offer")
     price_per_gpu_hour: float = Field(description="USD per GPU-hour")
     price_quoted_per: PriceQuotedPer
-    region: str | None = None
+    region: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
     available: bool
     observed_at: datetime
     vcpus: float | None = Field(default=None, ge=0)
     ram_gb: float | None = Field(default=None, ge=0)
     disk_gb: float | None = Field(default=None, ge=0)
     verified: bool | None = None
-    tier: str | None = None
+    tier: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
     reliability: float | None = Field(default=None, ge=0, le=1)
     country: str | None = Field(default=None, description="ISO 3166-1 alpha-2; null = unknown")
     continent: str | None = None
@@ -258,6 +267,11 @@ def _null_or(values: pa.Array, condition: pa.Array) -> pa.Array:
     return pc.or_kleene(pc.is_null(values), condition)
 
 
+def _text_ok(values: pa.Array) -> pa.Array:
+    length = pc.utf8_length(values)
+    return pc.and_(pc.greater(length, 0), pc.less_equal(length, MAX_TEXT_CHARS))
+
+
 def _finite_positive(values: pa.Array) -> pa.Array:
     return pc.and_(pc.is_finite(values), pc.greater(values, 0))
 
@@ -299,8 +313,9 @@ def instance_price_offers(
 
     Arrays are the offers' fields (float64 prices and sizes, int64 `gpu_count`); `observed_at`
     must be aware. A row is valid when `Offer.from_instance_price` would accept it and store it:
-    non-empty ids and names, `gpu_count` in 1..INT32_MAX, prices positive and finite, per-GPU
-    price x count equal to the instance price to the cent, sizes in range.
+    non-empty ids and names of at most MAX_TEXT_CHARS, `gpu_count` in 1..INT32_MAX, prices
+    positive and finite, per-GPU price x count equal to the instance price to the cent, sizes in
+    range.
     """
     if not provider:
         raise ValueError("provider must not be empty")
@@ -316,8 +331,9 @@ def instance_price_offers(
         pc.abs(pc.subtract(pc.multiply(per_gpu, count), price_per_hour)), CENT_TOLERANCE_USD
     )
     valid = _all(
-        pc.greater(pc.utf8_length(offer_id), 0),
-        pc.greater(pc.utf8_length(gpu_raw), 0),
+        _text_ok(offer_id),
+        _text_ok(gpu_raw),
+        _null_or(region, pc.less_equal(pc.utf8_length(region), MAX_TEXT_CHARS)),
         count_ok,
         _finite_positive(price_per_hour),
         _finite_positive(per_gpu),

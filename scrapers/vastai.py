@@ -310,7 +310,7 @@ def _reason(exc: Exception) -> str:
 
 
 def _offers_of(record: dict[str, Any], observed_at: datetime) -> list[Offer]:
-    gpu_count = int(record["num_gpus"])
+    gpu_count = record["num_gpus"]  # the offer refuses a count that is not whole (2.5)
     cpu_cores = record.get("cpu_cores")
     cores_effective = record.get("cpu_cores_effective")
     ram_gb = None

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from api.cli.commands import app
 from tests.pipeline.alerts_receiver import Answer, receiving, vast_bundles
+from warehouse import Warehouse
 
 runner = CliRunner()
 
@@ -117,6 +118,7 @@ def test_alerts_test_sends_a_signed_test_event(db_path, local_hooks):
 
 
 def test_testing_an_unknown_alert_is_exit_1(db_path):
+    Warehouse.open(db_path).close()
     result = invoke("alerts", "test", "alr_nope", "--db", db_path)
     assert result.exit_code == 1 and "No alert 'alr_nope'" in result.output
 

@@ -28,6 +28,8 @@ _SORT_COLUMNS: dict[SortKey, list[str]] = {
 }
 """As `offers_sql` orders (DuckDB compares strings by bytes, as Arrow does)."""
 _LOADED_ORDER: SortKey = "price_per_gpu_hour"
+_BATCH_ROWS = 128
+"""Rows turned into Python objects per call: a few ms each, so other threads get the GIL."""
 
 
 class _View:
@@ -90,7 +92,9 @@ class CurrentOffers:
             positions = pa.array(range(view.table.num_rows), pa.int64())
         if filters.limit is not None:
             positions = positions[: filters.limit]
-        return view.table.take(positions).to_pylist()
+        taken = view.table.take(positions)
+        # In batches: one long to_pylist would hold the GIL (and stall the event loop) throughout
+        return [row for b in taken.to_batches(max_chunksize=_BATCH_ROWS) for row in b.to_pylist()]
 
     def _view(self, sort: SortKey) -> _View:
         if sort not in self._views:

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import orjson
 import typer
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 from rich.markup import escape
 
 from api.cli.common import (
@@ -23,11 +23,14 @@ from api.cli.common import (
     DbOption,
     err,
     load_settings,
+    open_existing,
+    option_duration,
     out,
     user_errors,
 )
 from api.cli.scope import scope_options
 from api.rest.schemas_alerts import (
+    AlertIn,
     AlertOut,
     AlertsPage,
     DeliveriesPage,
@@ -51,7 +54,7 @@ from pipeline.alerts import (
     send_test,
 )
 from pipeline.market.scope import OfferScope
-from pipeline.settings import Settings, parse_duration
+from pipeline.settings import Settings
 from warehouse import Warehouse
 
 __all__ = ["alerts_app", "print_webhook_results", "send_fired"]
@@ -119,8 +122,12 @@ def _condition(
             raise typer.BadParameter(
                 f"cannot read {workload}: {exc}", param_hint="--workload"
             ) from None
-        if not isinstance(saved, dict):
-            raise typer.BadParameter(f"{workload} is not a JSON object", param_hint="--workload")
+        try:  # checked as the quote it will run, as POST /alerts checks it
+            AlertIn.model_validate({"url": "https://x", "kind": kind, "workload": saved})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            reason = str(first["msg"]).removeprefix("Value error, ")
+            raise typer.BadParameter(f"{workload}: {reason}", param_hint="--workload") from None
         return kind, saved
     if not gpu:
         raise typer.BadParameter(f"a {kind} alert needs --gpu", param_hint="--gpu")
@@ -160,10 +167,7 @@ def add(
 ) -> None:
     """Create an alert; prints it with its id and, this once, its signing secret."""
     kind, saved = _condition(scope.gpu, below, available, workload, below_cost)
-    try:
-        wait = parse_duration(cooldown)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--cooldown") from None
+    wait = option_duration(cooldown, "--cooldown")
     condition = Condition(
         kind=kind,
         scope=scope,
@@ -193,7 +197,7 @@ def list_command(
     fmt: FormatOption = AlertFormat.TABLE, db: DbOption = None, config: ConfigOption = None
 ) -> None:
     """Every alert with its state (armed, last value, last fired)."""
-    with Warehouse.open(load_settings(db, config).warehouse_target) as warehouse:
+    with open_existing(load_settings(db, config)) as warehouse:
         alerts = [alert_out(status) for status in list_alerts(warehouse)]
     if fmt is AlertFormat.JSON:
         _print_json(AlertsPage(alerts=alerts, count=len(alerts)))
@@ -228,7 +232,7 @@ def rm(
     config: ConfigOption = None,
 ) -> None:
     """Delete an alert; its pending deliveries are cancelled."""
-    with Warehouse.open(load_settings(db, config).warehouse_target) as warehouse:
+    with open_existing(load_settings(db, config)) as warehouse:
         delete_alert(warehouse, alert_id, datetime.now(UTC))
     err.print(f"deleted {alert_id}")
 
@@ -265,7 +269,7 @@ def test(
 ) -> None:
     """Send an `alert.test` event now (later retries, if any, belong to `serve`)."""
     settings = load_settings(db, config)
-    with Warehouse.open(settings.warehouse_target) as warehouse:
+    with open_existing(settings) as warehouse:
         delivery = delivery_out(send_test(warehouse, settings, alert_id))
     if fmt is AlertFormat.JSON:
         _print_json(delivery)
@@ -279,13 +283,13 @@ def test(
 @user_errors
 def deliveries(
     alert_id: Annotated[str, typer.Argument(metavar="ID")],
-    limit: Annotated[int, typer.Option(min=1, help="Most deliveries, newest first")] = 20,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="Most deliveries, newest first")] = 20,
     fmt: FormatOption = AlertFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Every delivery of an alert with each attempt: time, status code, latency, error."""
-    with Warehouse.open(load_settings(db, config).warehouse_target) as warehouse:
+    with open_existing(load_settings(db, config)) as warehouse:
         logs = [delivery_out(log) for log in alert_deliveries(warehouse, alert_id, limit)]
     if fmt is AlertFormat.JSON:
         _print_json(DeliveriesPage(deliveries=logs, count=len(logs)))

@@ -24,6 +24,8 @@ from api.cli.common import (
     DbOption,
     err,
     load_settings,
+    open_existing,
+    option_time,
     out,
     user_errors,
 )
@@ -39,6 +41,7 @@ from pipeline.market.history import HISTORY_SCOPE, HistoryQuery
 from pipeline.market.offers import OfferQuery, gpu_specs
 from pipeline.market.scope import ALL_SCOPE, OfferScope
 from pipeline.market.serving import answer_offers
+from pipeline.timeparse import TimeParseError, check_not_future
 from scrapers import PROVIDERS
 from warehouse import Warehouse
 
@@ -88,17 +91,12 @@ def _parse_replays(values: list[str]) -> dict[str, Path]:
 
 
 def _parse_at(value: str | None) -> datetime | None:
-    if value is None:
-        return None
+    """`--at`: an observation time, so never in the future (beyond a little clock skew)."""
+    at = option_time(value, "--at")
     try:
-        at = datetime.fromisoformat(value)
-    except ValueError:
-        raise typer.BadParameter(
-            f"'{value}' is not ISO 8601, e.g. 2026-01-01T00:00:00Z", param_hint="--at"
-        ) from None
-    if at.tzinfo is None:
-        raise typer.BadParameter(f"'{value}' has no timezone; add Z or +00:00", param_hint="--at")
-    return at
+        return check_not_future(at, datetime.now(UTC), "--at") if at else None
+    except TimeParseError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--at") from None
 
 
 def _report_table(reports: list[RunReport]) -> Table:
@@ -193,7 +191,7 @@ def _offer_dicts(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def offers(
     scope: OfferScope,
     sort: Annotated[SortKey, typer.Option(help="Cheapest first by")] = SortKey.PRICE_PER_GPU_HOUR,
-    limit: Annotated[int | None, typer.Option(min=1, max=100_000)] = None,
+    limit: Annotated[int | None, typer.Option(min=1, max=10**9, help="Most offers")] = None,
     as_of: Annotated[
         str | None, typer.Option("--as-of", help="ISO 8601: the offers as they stood then")
     ] = None,
@@ -206,10 +204,10 @@ def offers(
         **scope.model_dump(),
         sort=sort.value,
         limit=limit,
-        as_of=cli_history.parse_time(as_of, "--as-of"),
+        as_of=option_time(as_of, "--as-of"),
     )
     settings = load_settings(db, config)
-    with Warehouse.open(settings.warehouse_target) as warehouse:
+    with open_existing(settings) as warehouse:
         now = datetime.now(UTC)
         freshness = provider_freshness(warehouse, settings, now)
         answer = answer_offers(warehouse, settings, query, now, freshness)
@@ -337,6 +335,7 @@ def serve(
     import uvicorn
 
     from api.app import create_app
+    from api.rest.edge import tune_for_serving
 
     settings = load_settings(
         db,
@@ -352,6 +351,7 @@ def serve(
     warehouse = Warehouse.open(settings.warehouse_target)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # our own run lines say enough
+    tune_for_serving()  # the event loop's wait for the GIL; garbage collection pauses
     try:
         uvicorn.run(
             create_app(settings, warehouse),
@@ -390,8 +390,8 @@ def history_command(
         **scope.model_dump(exclude={"gpu"}),
         gpu=scope.gpu,
         interval=interval.value,
-        since=cli_history.parse_time(since, "--since"),
-        until=cli_history.parse_time(until, "--until"),
+        since=option_time(since, "--since"),
+        until=option_time(until, "--until"),
     )
     cli_history.history(load_settings(db, config), query, fmt.value)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, ParamSpec, TypeVar
 
@@ -13,8 +14,9 @@ from rich.markup import escape
 
 from pipeline.errors import PipelineError
 from pipeline.settings import Settings
+from pipeline.timeparse import TimeParseError, parse_duration, parse_time
 from scrapers import ProviderError
-from warehouse import WarehouseError
+from warehouse import Warehouse, WarehouseError
 
 __all__ = [
     "ConfigOption",
@@ -24,6 +26,9 @@ __all__ = [
     "JurisdictionOption",
     "err",
     "load_settings",
+    "open_existing",
+    "option_duration",
+    "option_time",
     "out",
     "print_error",
     "user_errors",
@@ -78,3 +83,33 @@ def load_settings(db: Path | None, config: Path | None = None, **overrides: obje
     if db is not None:
         given["warehouse"] = None  # an explicit --db file wins over GPUPRICES_WAREHOUSE
     return Settings.load(config, **given)
+
+
+def open_existing(settings: Settings) -> Warehouse:
+    """The warehouse a read command reads: never created here, so a mistyped `--db` is an error
+    (and leaves no folder or empty database behind)."""
+    target = settings.warehouse_target
+    if isinstance(target, Path) and str(target) != ":memory:" and not target.is_file():
+        raise PipelineError(
+            f"No database at {target}: check --db / GPUPRICES_DB "
+            "(read commands never create one; `gpuprices collect` does)"
+        )
+    return Warehouse.open(target)
+
+
+def option_time(value: str | None, option: str) -> datetime | None:
+    """An ISO 8601 time or date option, read by the one shared parser; a usage error if bad."""
+    if value is None:
+        return None
+    try:
+        return parse_time(value)
+    except TimeParseError as exc:
+        raise typer.BadParameter(str(exc), param_hint=option) from None
+
+
+def option_duration(value: str, option: str) -> timedelta:
+    """A duration option (90s, 30m, 2h, 7d, PT2H), read by the one shared parser."""
+    try:
+        return parse_duration(value)
+    except TimeParseError as exc:
+        raise typer.BadParameter(str(exc), param_hint=option) from None

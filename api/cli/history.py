@@ -13,10 +13,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from api.cli.common import open_existing, option_time
 from api.rest.schemas import HistoryOut
 from pipeline.market.history import HistoryQuery, export_partitioned, price_history, prune
 from pipeline.settings import Settings
-from warehouse import Warehouse
 
 __all__ = ["export", "history", "prune_command", "sparkline"]
 
@@ -34,20 +34,8 @@ def sparkline(values: list[float]) -> str:
     )
 
 
-def parse_time(value: str | None, option: str) -> datetime | None:
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise typer.BadParameter(f"'{value}' is not ISO 8601", param_hint=option) from None
-    if parsed.tzinfo is None:
-        raise typer.BadParameter(f"'{value}' has no timezone; add Z", param_hint=option)
-    return parsed
-
-
 def history(settings: Settings, query: HistoryQuery, fmt: str) -> None:
-    with Warehouse.open(settings.warehouse_target) as warehouse:
+    with open_existing(settings) as warehouse:
         body = HistoryOut.model_validate(price_history(warehouse, query, datetime.now(UTC)))
     data = body.model_dump(mode="json")
     if fmt == "json":
@@ -115,15 +103,21 @@ def history(settings: Settings, query: HistoryQuery, fmt: str) -> None:
 
 
 def export(settings: Settings, since: str, until: str | None, out: Path) -> int:
-    start = parse_time(since, "--since")
-    end = parse_time(until, "--until") or datetime.now(UTC)
+    start = option_time(since, "--since")
+    end = option_time(until, "--until") or datetime.now(UTC)
     assert start is not None
-    with Warehouse.open(settings.warehouse_target) as warehouse:
-        return export_partitioned(warehouse, start, end, out)
+    with open_existing(settings) as warehouse:
+        try:
+            return export_partitioned(warehouse, start, end, out)
+        except OSError as exc:  # a folder that cannot be made or written
+            reason = exc.strerror or str(exc)
+            raise typer.BadParameter(
+                f"cannot write to {out}: {reason}", param_hint="--out"
+            ) from None
 
 
 def prune_command(settings: Settings) -> dict[str, int]:
-    with Warehouse.open(settings.warehouse_target) as warehouse:
+    with open_existing(settings) as warehouse:
         return prune(warehouse, datetime.now(UTC), settings.retention)
 
 

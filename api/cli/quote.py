@@ -17,15 +17,22 @@ import orjson
 import typer
 from rich.table import Table
 
-from api.cli.common import err, load_settings, out, print_error
+from api.cli.common import err, load_settings, open_existing, out, print_error
 from api.cli.scope import scope_options
-from api.rest.schemas_quotes import HardwareOut, QuotesOut, hardware_out, quotes_out
+from api.rest.schemas_quotes import (
+    MAX_PARAMS_B,
+    MAX_TOP,
+    HardwareOut,
+    QuotesOut,
+    hardware_out,
+    quotes_out,
+)
 from pipeline.errors import PipelineError, UnknownGpuError, WorkloadError
 from pipeline.market.scope import OfferScope
 from pipeline.workload.model import LoraTargets, Method, Optimizer, Precision, Profile, Workload
 from pipeline.workload.quotes import QUOTE_SCOPE, QuoteRequest, check_hardware, quote_offers
 from scrapers.models import FormFactor
-from warehouse import Warehouse, WarehouseError
+from warehouse import WarehouseError
 
 __all__ = ["QuoteFormat", "quote"]
 
@@ -135,7 +142,10 @@ def quote(
         Path | None, typer.Option(help="The model's Hugging Face config.json, for other models")
     ] = None,
     params_b: Annotated[
-        float | None, typer.Option("--params-b", help="Size in billions (fallback architecture)")
+        float | None,
+        typer.Option(
+            "--params-b", max=MAX_PARAMS_B, help="Size in billions (fallback architecture)"
+        ),
     ] = None,
     method: Annotated[Method | None, typer.Option(help="full, lora or qlora")] = None,
     tokens: Annotated[
@@ -186,7 +196,7 @@ def quote(
             case_sensitive=False,
         ),
     ] = None,
-    top: Annotated[int, typer.Option(min=1, help="Quotes to show")] = 10,
+    top: Annotated[int, typer.Option(min=1, max=MAX_TOP, help="Quotes to show")] = 10,
     include_spot: Annotated[
         bool, typer.Option(help="Also rank spot offers, with their risk")
     ] = False,
@@ -242,7 +252,7 @@ def quote(
                 top=top,
             )
             settings = load_settings(db)
-            with Warehouse.open(settings.warehouse_target) as warehouse:
+            with open_existing(settings) as warehouse:
                 result = quotes_out(quote_offers(warehouse, request))
     except WorkloadError as exc:
         raise typer.BadParameter(exc.detail, param_hint=_option(exc.field)) from None

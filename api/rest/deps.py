@@ -5,8 +5,11 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated
+from functools import partial
+from typing import Annotated, Any, TypeVar
 
+import anyio.to_thread
+from anyio import CapacityLimiter
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
@@ -22,7 +25,9 @@ __all__ = [
     "ClockDep",
     "CollectorDep",
     "FreshnessDep",
+    "HEAVY_WORKERS",
     "OfferServerDep",
+    "OffloadDep",
     "ResolverDep",
     "SettingsDep",
     "WarehouseDep",
@@ -78,6 +83,34 @@ async def get_freshness(
 
 
 FreshnessDep = Annotated[list[ProviderFreshness], Depends(get_freshness)]
+
+HEAVY_WORKERS = 1
+"""Python-heavy answers (offer pages, quotes) computed at once; the others wait their turn, off
+the event loop. They hold the GIL for most of their work: a second one at once adds no
+throughput and doubles every other thread's wait for the GIL (/healthz's too). Exports and
+history are DuckDB work (no GIL): they run in the ordinary thread pool."""
+T = TypeVar("T")
+
+
+class Offload:
+    """Runs a heavy call in a worker thread, at most `HEAVY_WORKERS` at a time per app."""
+
+    def __init__(self, limiter: CapacityLimiter) -> None:
+        self._limiter = limiter
+
+    async def __call__(self, func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        return await anyio.to_thread.run_sync(partial(func, *args, **kwargs), limiter=self._limiter)
+
+
+async def get_offload(request: Request) -> Offload:
+    state = request.app.state
+    if getattr(state, "offload", None) is None:
+        state.offload = Offload(CapacityLimiter(HEAVY_WORKERS))
+    offload: Offload = state.offload
+    return offload
+
+
+OffloadDep = Annotated[Offload, Depends(get_offload)]
 
 
 def get_resolver() -> Resolver:

@@ -9,8 +9,9 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from api.rest.schemas_quotes import QuoteIn
 from pipeline.alerts import (
     ALERT_SCOPE,
     DEFAULT_BAND,
@@ -23,7 +24,7 @@ from pipeline.alerts import (
     DeliveryLog,
 )
 from pipeline.market.scope import OfferScope, front_end_model
-from pipeline.settings import Duration
+from pipeline.timeparse import Duration
 
 __all__ = [
     "AlertCreatedOut",
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 
+MAX_URL_CHARS = 2048
 AlertScope = front_end_model(OfferScope, ALERT_SCOPE, "AlertScope")
 """The offers an alert watches, as the API names them (`provider`, `country`, ...)."""
 
@@ -47,9 +49,11 @@ AlertScope = front_end_model(OfferScope, ALERT_SCOPE, "AlertScope")
 class AlertIn(AlertScope):  # type: ignore[misc,valid-type]
     """A webhook target and one condition; which fields apply depends on `kind`."""
 
+    model_config = ConfigDict(allow_inf_nan=False)
+
     url: str = Field(
         min_length=1,
-        max_length=2048,
+        max_length=MAX_URL_CHARS,
         description="Webhook target: https to a public address (http and private addresses "
         "only with GPUPRICES_ALLOW_PRIVATE_WEBHOOKS=true)",
         examples=["https://example.com/hooks/gpu"],
@@ -58,27 +62,48 @@ class AlertIn(AlertScope):  # type: ignore[misc,valid-type]
     below_price_per_gpu_hour: float | None = Field(
         None,
         gt=0,
+        le=1e6,
         allow_inf_nan=False,
         description="price: fire at or below this, USD per GPU-hour",
     )
     below_cost_usd: float | None = Field(
         None,
         gt=0,
+        le=1e12,
         allow_inf_nan=False,
         description="workload: fire when the best quote costs at most this, USD",
     )
     workload: dict[str, Any] | None = Field(
-        None, description="workload: the job, as the body of POST /quotes"
+        None,
+        description="workload: the job, as the body of POST /quotes (validated as that body)",
     )
     band: float = Field(
         DEFAULT_BAND,
         ge=0,
+        le=1e6,
         allow_inf_nan=False,
         description="Re-arm only above threshold + band (USD per GPU-hour, or USD for workload)",
     )
     cooldown: Duration = Field(
-        DEFAULT_COOLDOWN, description="No second event within this long: 90s, 30m, 1h, 1d"
+        DEFAULT_COOLDOWN,
+        description="No second event within this long: 90s, 30m, 1h, 1d or ISO 8601 PT1H "
+        "(at most 30 days)",
     )
+
+    @field_validator("workload")
+    @classmethod
+    def _quotable(cls, workload: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The saved job is checked exactly as `POST /quotes` checks its body."""
+        if workload is not None:
+            try:
+                QuoteIn.model_validate(workload)
+            except ValidationError as exc:
+                raise ValueError(
+                    "; ".join(
+                        f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:3]
+                    )
+                ) from None
+        return workload
 
     def spec(self) -> AlertSpec:
         condition = Condition(

@@ -5,14 +5,15 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
+from api.rest.parameters import MAX_NAME_CHARS
 from api.rest.schemas import OfferOut
 from pipeline.market.scope import OfferScope, front_end_model
 from pipeline.workload.architectures import known_models
-from pipeline.workload.model import MemoryEstimate, Workload
+from pipeline.workload.model import MAX_SEQ_LEN, MemoryEstimate, Workload
 from pipeline.workload.quotes import (
     QUOTE_SCOPE,
     HardwareCheck,
@@ -35,10 +36,54 @@ __all__ = [
     "SkippedOut",
     "WorkloadOut",
     "WorkloadQuery",
+    "bounded_json",
     "hardware_out",
     "models_page",
     "quotes_out",
 ]
+
+
+MAX_TOKENS = 10**16
+"""Training tokens at most (a 10-quadrillion-token job is far past any fine-tune)."""
+MAX_PARAMS_B = 100_000.0
+"""Model size at most, in billions of parameters (100T)."""
+MAX_TOP = 10_000
+"""Most quotes one answer holds."""
+_JSON_INT = 2**53  # larger integers do not survive a JSON round trip through doubles
+_JSON_DEPTH = 8
+_JSON_ITEMS = 1_000
+_JSON_TEXT = 10_000
+
+
+def bounded_json(value: Any, depth: int = 0) -> Any:
+    """`value` if it is plain JSON a config.json could hold: finite numbers within ±2^53,
+    strings up to 10,000 characters, at most 1,000 items per level and 8 levels deep."""
+    if depth > _JSON_DEPTH:
+        raise ValueError(f"nested deeper than {_JSON_DEPTH} levels")
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int | float):
+        if not (abs(value) <= _JSON_INT):  # also false for NaN
+            raise ValueError(f"numbers must be finite and within ±2^53, got {str(value)[:20]}")
+        return value
+    if isinstance(value, str):
+        if len(value) > _JSON_TEXT:
+            raise ValueError(f"strings must be at most {_JSON_TEXT:,} characters")
+        return value
+    items = list(value.items()) if isinstance(value, dict) else value
+    if not isinstance(value, dict | list) or len(items) > _JSON_ITEMS:
+        raise ValueError(f"lists and objects hold at most {_JSON_ITEMS:,} items")
+    for item in items:
+        for part in item if isinstance(value, dict) else (item,):
+            bounded_json(part, depth + 1)
+    return value
+
+
+JsonObject = Annotated[dict[str, Any], AfterValidator(bounded_json)]
+Tokens = (
+    Annotated[int, Field(ge=1, le=MAX_TOKENS)]
+    | Annotated[str, StringConstraints(min_length=1, max_length=32)]
+)
 
 
 QuoteScope = front_end_model(OfferScope, QUOTE_SCOPE, "QuoteScope")
@@ -46,22 +91,31 @@ QuoteScope = front_end_model(OfferScope, QUOTE_SCOPE, "QuoteScope")
 
 
 class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]
-    """The workload and the offer filters; field checks happen in `pipeline.workload.model`."""
+    """The workload and the offer filters; bounds here, the model's own checks in
+    `pipeline.workload.model`."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
 
     model: str | None = Field(
-        None, description="A known model (GET /models)", examples=["Llama-3.1-8B"]
+        None,
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="A known model (GET /models)",
+        examples=["Llama-3.1-8B"],
     )
     params_b: float | None = Field(
-        None, description="Size in billions, when the model is not known"
+        None, gt=0, le=MAX_PARAMS_B, description="Size in billions, when the model is not known"
     )
     method: Literal["full", "lora", "qlora"]
-    tokens: int | str = Field(description="Training tokens (dataset × epochs): 50M, 1.5B, 2e8")
+    tokens: Tokens = Field(
+        description="Training tokens (dataset × epochs): 50M, 1.5B, 2e8; at most 10^16"
+    )
     precision: Literal["bf16", "fp16"] = "bf16"
-    seq_len: int = Field(2048, description="Tokens per sequence")
-    micro_batch: int = Field(1, description="Sequences per GPU per step")
+    seq_len: int = Field(2048, ge=1, le=MAX_SEQ_LEN, description="Tokens per sequence")
+    micro_batch: int = Field(1, ge=1, le=4096, description="Sequences per GPU per step")
     grad_ckpt: bool = Field(True, description="Gradient (activation) checkpointing")
     optimizer: Literal["adamw", "adamw_8bit", "paged_adamw"] = "adamw"
-    lora_rank: int = 16
+    lora_rank: int = Field(16, ge=1, le=65536)
     profile: Literal["hf", "fused"] = Field(
         "hf", description="hf: Transformers + PEFT + FA2; fused: unsloth, Liger or torchtune"
     )
@@ -74,10 +128,16 @@ class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]
     lora_targets: Literal["all", "attention"] = Field(
         "all", description="LoRA on all linear layers, or on attention (q, k, v, o) only"
     )
-    max_hours: float | None = Field(None, gt=0, description="Leave out offers slower than this")
-    max_cost_usd: float | None = Field(None, gt=0, description="Leave out dearer offers, USD")
+    max_hours: float | None = Field(
+        None, gt=0, le=1e7, allow_inf_nan=False, description="Leave out offers slower than this"
+    )
+    max_cost_usd: float | None = Field(
+        None, gt=0, le=1e12, allow_inf_nan=False, description="Leave out dearer offers, USD"
+    )
     include_spot: bool = Field(False, description="Also rank spot offers, with their risk")
-    top: int = Field(1, ge=1, le=100_000, description="Quotes to return, cheapest first")
+    top: int = Field(
+        1, ge=1, le=MAX_TOP, description=f"Quotes to return, cheapest first (at most {MAX_TOP:,})"
+    )
 
     def workload(self, config: dict[str, Any] | None = None) -> Workload:
         return Workload.build(
@@ -110,10 +170,12 @@ class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]
 
 
 class QuoteIn(WorkloadQuery):
-    config: dict[str, Any] | None = Field(
+    config: JsonObject | None = Field(
         None, description="A Hugging Face config.json, for a model GET /models does not list"
     )
-    top: int = Field(10, ge=1, le=100_000, description="Quotes to return, cheapest first")
+    top: int = Field(
+        10, ge=1, le=MAX_TOP, description=f"Quotes to return, cheapest first (at most {MAX_TOP:,})"
+    )
 
 
 class BreakdownOut(BaseModel):

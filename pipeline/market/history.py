@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from pydantic import AwareDatetime, Field
+from pydantic import Field
 
 from pipeline.errors import PipelineError
 from pipeline.market.offers import OfferQuery
 from pipeline.market.scope import PLACE_SCOPE, OfferScope, resolve
+from pipeline.timeparse import UtcDateTime
 from warehouse import Warehouse
 from warehouse import history as h
 from warehouse.offers import offers_sql
@@ -46,8 +47,8 @@ class HistoryQuery(OfferScope):
         examples=["A100-80GB"],
     )
     interval: Interval = Field("1h", description="Bucket size of the history")
-    since: AwareDatetime | None = Field(None, description="Start (ISO 8601, inclusive)")
-    until: AwareDatetime | None = Field(None, description="End (ISO 8601, exclusive)")
+    since: UtcDateTime | None = Field(None, description="Start (ISO 8601 time or date, inclusive)")
+    until: UtcDateTime | None = Field(None, description="End (ISO 8601 time or date, exclusive)")
 
 
 HISTORY_SCOPE = PLACE_SCOPE | {"form_factor"}

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import AwareDatetime, Field
+from pydantic import Field
 
 from pipeline.base import provider_module
 from pipeline.catalog import Catalog, GpuSpec, Resolution, get_catalog
 from pipeline.market.scope import OfferScope, resolve
+from pipeline.timeparse import UtcDateTime
 from warehouse import OfferFilters, Warehouse
 from warehouse import offers as wo
 from warehouse import queries as q
@@ -27,8 +28,8 @@ class OfferQuery(OfferScope):
     """A question about offers: which (the scope), in what order, how many, as of when."""
 
     sort: SortKey = Field("price_per_gpu_hour", description="Cheapest first by this price")
-    limit: int | None = Field(None, ge=1, le=100_000, description="Most offers to return")
-    as_of: AwareDatetime | None = Field(
+    limit: int | None = Field(None, ge=1, description="Most offers to return")
+    as_of: UtcDateTime | None = Field(
         None, description="ISO 8601 time: each provider's last snapshot at or before it"
     )
 

@@ -24,6 +24,8 @@ from warehouse import OfferFilters
 
 __all__ = [
     "ALL_SCOPE",
+    "MAX_NAME_CHARS",
+    "MAX_NAMES",
     "OfferScope",
     "PLACE_SCOPE",
     "front_end_model",
@@ -34,6 +36,10 @@ __all__ = [
 
 MAX_NAMES = 50
 """Most values of a list filter (providers, countries)."""
+MAX_NAME_CHARS = 200
+"""Longest GPU, provider, region or place name accepted (the longest real one is ~60)."""
+MAX_PRICE_USD = 1e6
+"""Highest price bound accepted, USD per GPU-hour."""
 
 
 def split_names(values: Any) -> tuple[str, ...]:
@@ -56,12 +62,14 @@ def _lower_value(cls: type, value: Any) -> Any:
 class OfferScope(BaseModel):
     """Which offers. Field names are the pipeline's; aliases are the API's and the CLI's."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False
+    )
 
     gpu: str | None = Field(
         None,
         min_length=1,
-        max_length=200,
+        max_length=MAX_NAME_CHARS,
         description="Canonical id (A100-80GB), family (A100) or any provider spelling",
         examples=["A100-80GB"],
     )
@@ -73,7 +81,10 @@ class OfferScope(BaseModel):
     )
     pricing: Pricing | None = Field(None, description="on_demand or spot")
     region: str | None = Field(
-        None, min_length=1, max_length=200, description="Case-insensitive part of the region text"
+        None,
+        min_length=1,
+        max_length=MAX_NAME_CHARS,
+        description="Case-insensitive part of the region text",
     )
     form_factor: FormFactor | None = Field(None, description="SXM, PCIe or NVL")
     countries: tuple[str, ...] = Field(
@@ -83,7 +94,7 @@ class OfferScope(BaseModel):
         description="ISO 3166-1 alpha-2 codes, repeated or comma-separated, e.g. DE,FR",
     )
     continent: str | None = Field(
-        None, min_length=1, max_length=100, description="e.g. Europe, North America"
+        None, min_length=1, max_length=MAX_NAME_CHARS, description="e.g. Europe, North America"
     )
     jurisdiction: Literal["eea", "eu"] | None = Field(
         None, description="eea or eu: offers whose known country is in it (unknown never matches)"
@@ -92,6 +103,7 @@ class OfferScope(BaseModel):
         None,
         alias="max_price_per_gpu",
         ge=0,
+        le=MAX_PRICE_USD,
         allow_inf_nan=False,
         description="Upper bound, USD per GPU-hour",
     )

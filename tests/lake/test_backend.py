@@ -120,5 +120,7 @@ def test_an_explicit_db_wins_over_the_warehouse_setting(lake, tmp_path: Path, mo
     assert isinstance(Settings().warehouse_target, object)
     db = tmp_path / "x.duckdb"
     result = CliRunner().invoke(app, ["offers", "--db", str(db), "--format", "json"])
+    assert result.exit_code == 1 and f"No database at {db}" in result.output  # read: no create
+    Warehouse.open(db).close()
+    result = CliRunner().invoke(app, ["offers", "--db", str(db), "--format", "json"])
     assert result.exit_code == 0, result.output
-    assert db.is_file()

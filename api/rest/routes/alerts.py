@@ -9,6 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
 
 from api.rest.deps import ClockDep, ResolverDep, SettingsDep, WarehouseDep, require_api_key
+from api.rest.problems import problems
 from api.rest.schemas_alerts import (
     AlertCreatedOut,
     AlertIn,
@@ -32,7 +33,12 @@ from pipeline.alerts import (
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/alerts", tags=["alerts"], dependencies=[Depends(require_api_key)])
+router = APIRouter(
+    prefix="/alerts",
+    tags=["alerts"],
+    dependencies=[Depends(require_api_key)],
+    responses=problems(401),
+)
 
 
 @contextmanager
@@ -66,13 +72,20 @@ def get_alerts(warehouse: WarehouseDep) -> AlertsPage:
     return AlertsPage(alerts=alerts, count=len(alerts))
 
 
-@router.get("/{alert_id}", response_model=AlertOut, summary="One alert rule and its state")
+@router.get(
+    "/{alert_id}",
+    response_model=AlertOut,
+    summary="One alert rule and its state",
+    responses=problems(404),
+)
 def get_one(alert_id: str, warehouse: WarehouseDep) -> AlertOut:
     with _found():
         return alert_out(get_alert(warehouse, alert_id))
 
 
-@router.delete("/{alert_id}", status_code=204, summary="Delete an alert rule")
+@router.delete(
+    "/{alert_id}", status_code=204, summary="Delete an alert rule", responses=problems(404)
+)
 def delete_one(alert_id: str, warehouse: WarehouseDep, clock: ClockDep) -> Response:
     """Its pending deliveries are cancelled; nothing more is sent for it."""
     with _found():
@@ -81,7 +94,10 @@ def delete_one(alert_id: str, warehouse: WarehouseDep, clock: ClockDep) -> Respo
 
 
 @router.get(
-    "/{alert_id}/deliveries", response_model=DeliveriesPage, summary="Deliveries and attempts"
+    "/{alert_id}/deliveries",
+    response_model=DeliveriesPage,
+    summary="Deliveries and attempts",
+    responses=problems(404),
 )
 def get_deliveries(
     alert_id: str,
@@ -95,7 +111,12 @@ def get_deliveries(
     return DeliveriesPage(deliveries=deliveries, count=len(deliveries))
 
 
-@router.post("/{alert_id}/test", response_model=DeliveryOut, summary="Send a test event")
+@router.post(
+    "/{alert_id}/test",
+    response_model=DeliveryOut,
+    summary="Send a test event",
+    responses=problems(404),
+)
 def post_test(
     alert_id: str,
     warehouse: WarehouseDep,

@@ -6,6 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from api.rest.deps import WarehouseDep
+from api.rest.parameters import MAX_NAME_CHARS
 from api.rest.schemas import GpuOut, GpusPage, ResolveOut, UnknownGpuOut, UnknownGpusPage
 from pipeline.market.offers import gpu_specs, resolve_gpu, unknown_gpus
 
@@ -20,7 +21,15 @@ def list_gpus() -> GpusPage:
 
 @router.get("/resolve", response_model=ResolveOut, summary="How a GPU name resolves")
 def resolve(
-    name: Annotated[str, Query(min_length=1, description="Any spelling, e.g. A100 SXM4 80GB")],
+    name: Annotated[
+        str,
+        Query(
+            min_length=1,
+            max_length=MAX_NAME_CHARS,
+            description="Any spelling, e.g. A100 SXM4 80GB",
+            examples=["A100 SXM4 80GB"],
+        ),
+    ],
     vram_gb: Annotated[
         float | None,
         Query(gt=0, le=1024, description="GPU memory the provider reports per GPU, GB"),

@@ -1,9 +1,10 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
 from api.rest.deps import CollectorDep, FreshnessDep, SettingsDep, WarehouseDep
+from api.rest.problems import PROBLEM_MEDIA_TYPE, problem_response
 from api.rest.schemas import HealthOut, ProviderFreshnessOut, ReadyOut
 from warehouse import WarehouseError
 
@@ -19,14 +20,28 @@ def healthz(warehouse: WarehouseDep) -> HealthOut:
     "/readyz",
     response_model=ReadyOut,
     summary="Readiness: database open, schedule running, provider freshness",
-    responses={503: {"model": ReadyOut}},
+    responses={
+        503: {
+            "description": "Not ready: a problem detail that also carries the ReadyOut fields",
+            "content": {
+                PROBLEM_MEDIA_TYPE: {
+                    "schema": {
+                        "allOf": [
+                            {"$ref": "#/components/schemas/Problem"},
+                            {"$ref": "#/components/schemas/ReadyOut"},
+                        ]
+                    }
+                }
+            },
+        }
+    },
 )
 def readyz(
     warehouse: WarehouseDep,
     settings: SettingsDep,
     collector: CollectorDep,
     freshness: FreshnessDep,
-) -> JSONResponse:
+) -> Response:
     try:
         database = warehouse.schema_version() > 0
     except WarehouseError:
@@ -41,4 +56,7 @@ def readyz(
         scheduler=scheduler,
         providers=[ProviderFreshnessOut.model_validate(f) for f in freshness],
     )
-    return JSONResponse(body.model_dump(mode="json"), status_code=200 if body.ready else 503)
+    if body.ready:
+        return JSONResponse(body.model_dump(mode="json"))
+    reason = "the database cannot be read" if not database else "the collection schedule stopped"
+    return problem_response(503, f"Not ready: {reason}", extensions=body.model_dump(mode="json"))

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import Response
@@ -32,6 +32,17 @@ def history_query(params: Annotated[HistoryParams, Query()]) -> HistoryQuery:
     return HistoryQuery.model_validate(params.model_dump(exclude_unset=True))
 
 
+_FILE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The rows as a CSV or Parquet file (every row: exports are not capped)",
+        "content": {
+            "text/csv": {"schema": {"type": "string"}},
+            "application/vnd.apache.parquet": {"schema": {"type": "string", "format": "binary"}},
+        },
+    }
+}
+
+
 HistoryQueryDep = Annotated[HistoryQuery, Depends(history_query)]
 
 
@@ -53,7 +64,12 @@ def _file(body: bytes, name: str, fmt: str) -> Response:
     )
 
 
-@router.get("/export/offers.{fmt}", summary="Current (or as_of) offers as CSV or Parquet")
+@router.get(
+    "/export/offers.{fmt}",
+    summary="Current (or as_of) offers as CSV or Parquet",
+    response_class=Response,
+    responses=_FILE_RESPONSES,
+)
 def export_offers_file(
     fmt: ExportFormatParam,
     warehouse: WarehouseDep,
@@ -66,7 +82,12 @@ def export_offers_file(
     return _file(export_offers(warehouse, query, fmt), "offers", fmt)  # type: ignore[arg-type]
 
 
-@router.get("/export/history.{fmt}", summary="Price history as CSV or Parquet")
+@router.get(
+    "/export/history.{fmt}",
+    summary="Price history as CSV or Parquet",
+    response_class=Response,
+    responses=_FILE_RESPONSES,
+)
 def export_history_file(
     fmt: ExportFormatParam,
     warehouse: WarehouseDep,

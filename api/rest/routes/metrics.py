@@ -11,7 +11,17 @@ from pipeline.market.metrics import PriceCollector
 router = APIRouter(tags=["metrics"])
 
 
-@router.get("/metrics", summary="Prometheus metrics: lowest prices, offer counts, collector health")
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics: lowest prices, offer counts, collector health",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "Prometheus text exposition format",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        }
+    },
+)
 def metrics(warehouse: WarehouseDep, settings: SettingsDep, clock: ClockDep) -> Response:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(PriceCollector(warehouse, settings, clock))

@@ -5,6 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from api.rest.deps import FreshnessDep, WarehouseDep
+from api.rest.parameters import MAX_NAME_CHARS
 from api.rest.schemas import ProviderFreshnessOut, ProvidersPage, QualityPage
 from pipeline.market.offers import quality_report
 
@@ -20,7 +21,9 @@ def list_providers(freshness: FreshnessDep) -> ProvidersPage:
 @router.get("/quality", response_model=QualityPage, summary="Quarantined provider records")
 def quality(
     warehouse: WarehouseDep,
-    provider: Annotated[str | None, Query(description="Only this provider")] = None,
+    provider: Annotated[
+        str | None, Query(max_length=MAX_NAME_CHARS, description="Only this provider")
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="Most records to return")] = 100,
 ) -> QualityPage:
     """Records that could not be parsed or broke an invariant, with the raw record and reason."""

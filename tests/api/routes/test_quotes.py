@@ -132,7 +132,7 @@ def test_an_unknown_model_suggests_the_closest_known_ones(quotes_client):
 def test_an_unknown_method_is_rejected_by_the_schema(quotes_client):
     response = quotes_client.post("/quotes", json={**QLORA_70B, "method": "dora"})
     assert response.status_code == 422
-    assert response.json()["detail"][0]["loc"][-1] == "method"
+    assert response.json()["errors"][0]["field"] == "method"
 
 
 def test_time_model_inputs_are_accepted_and_each_quote_names_its_layout(quotes_client):
