@@ -10,12 +10,10 @@ from warehouse.errors import (
     MissingExtraError,
     WarehouseError,
 )
-from warehouse.queries import OFFER_SCHEMA, REJECT_SCHEMA, OfferFilters, RunRow
+from warehouse.queries import OfferFilters, RunRow
 from warehouse.target import LakeTarget, parse_target
 
 __all__ = [
-    "OFFER_SCHEMA",
-    "REJECT_SCHEMA",
     "DatabaseLockedError",
     "LakeTarget",
     "MigrationError",
