@@ -28,7 +28,7 @@ def edited_row(product: str, old: bytes, new: bytes) -> bytes:
 
 
 def test_every_priced_gpu_row_of_both_regions_becomes_an_on_demand_offer():
-    on_demand = {offer_id for offer_id, pricing in offers_by_key() if pricing is Pricing.ON_DEMAND}
+    on_demand = {offer_id for offer_id, pricing in offers_by_key() if pricing == Pricing.ON_DEMAND}
     assert on_demand == {
         "nvidia-gb200-nvl72-north-america",
         "nvidia-hgx-b200-north-america",

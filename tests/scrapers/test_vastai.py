@@ -20,7 +20,7 @@ def offers_by_key():
 def test_every_record_of_the_recorded_body_becomes_an_on_demand_offer():
     records = orjson.loads(BODY)["offers"]
     offers = offers_by_key()
-    assert {offer_id for offer_id, pricing in offers if pricing is Pricing.ON_DEMAND} == {
+    assert {offer_id for offer_id, pricing in offers if pricing == Pricing.ON_DEMAND} == {
         str(r["id"]) for r in records
     }
 
