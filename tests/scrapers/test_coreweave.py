@@ -214,9 +214,8 @@ def test_the_pages_vram_is_kept_as_printed():
 
 
 def test_a_gpu_table_without_on_demand_or_spot_columns_is_an_old_layout_payload_error():
-    old = (
-        BODY.replace(b">On-Demand Price (Per Hour)<", b">Instance Price (Per Hour)<")
-        .replace(b">Spot Price (Per Hour)<", b">Reserved Price<")
+    old = BODY.replace(b">On-Demand Price (Per Hour)<", b">Instance Price (Per Hour)<").replace(
+        b">Spot Price (Per Hour)<", b">Reserved Price<"
     )
     with pytest.raises(ProviderPayloadError, match="no on-demand or spot price column.*Instance"):
         coreweave.parse(old, OBSERVED_AT)
