@@ -220,7 +220,7 @@ _CHECKS: tuple[tuple[str, Callable[[pa.Table], Any], bool, str], ...] = (
     ("price_per_gpu_hour", lambda t: _positive(t["price_per_gpu_hour"]), False,
      "price must be positive and finite"),
     ("price_per_hour", lambda t: pc.less_equal(pc.abs(pc.subtract(
-        pc.multiply(t["price_per_gpu_hour"], pc.cast(t["gpu_count"], pa.float64())),
+        pc.multiply(t["price_per_gpu_hour"], pc.cast(t["gpu_count"], pa.float64(), safe=False)),
         t["price_per_hour"])), CENT_TOLERANCE_USD), False,
      "does not match price_per_gpu_hour x gpu_count to the cent"),
     ("vram_gb", lambda t: _between(t["vram_gb"], *VRAM_GB_RANGE), True,

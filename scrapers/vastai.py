@@ -20,6 +20,7 @@ Quirks (see shared/provider-samples/README.md, "Vast.ai"):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -159,10 +160,10 @@ class _Records:
 def _raw_records(payload: bytes) -> list[msgspec.Raw]:
     try:
         return _RAW_BODY.decode(payload).offers
+    except msgspec.ValidationError as exc:  # a DecodeError too: caught first
+        raise ProviderPayloadError(f"{NAME}: body has no 'offers' list ({exc})") from exc
     except msgspec.DecodeError as exc:
         raise ProviderPayloadError(f"{NAME}: body is not JSON ({exc})") from exc
-    except msgspec.ValidationError as exc:
-        raise ProviderPayloadError(f"{NAME}: body has no 'offers' list ({exc})") from exc
 
 
 def _decode_one_by_one(
@@ -206,38 +207,44 @@ def _add_offers(batch: OfferBatch, typed: list[_Record], positions: list[int] | 
     (ids, num_gpus, gpu_name, gpu_ram, dph_base, min_bid, geolocation, rentable, rented,
      cpu_cores_effective, cpu_ram, disk_space, verification, reliability2,
      reliability) = zip(*map(msgspec.structs.astuple, typed), strict=True)  # fmt: skip
-    f64 = pa.float64()
     unset = msgspec.UNSET
     columns = {
         "offer_id": pc.cast(pa.array(ids, pa.int64()), pa.string()),
         "gpu_raw": pa.array(gpu_name, pa.string()),
         "gpu_count": pa.array(num_gpus, pa.int64()),
-        "vram_gb": pc.round(_gb_of_mib(pa.array(gpu_ram, f64))),
+        "vram_gb": pc.round(_gb_of_mib(_f64(gpu_ram))),
         "region": pa.array(geolocation, pa.string()),
         "available": pc.and_(
             pa.array(rentable, pa.bool_()), pc.invert(pa.array(rented, pa.bool_()))
         ),
-        "vcpus": pa.array(cpu_cores_effective, f64),
-        "ram_gb": _gb_of_mib(pa.array(cpu_ram, f64)),
-        "disk_gb": pa.array(disk_space, f64),
+        "vcpus": _f64(cpu_cores_effective),
+        "ram_gb": _gb_of_mib(_f64(cpu_ram)),
+        "disk_gb": _f64(disk_space),
         "verified": pc.fill_null(pc.equal(pa.array(verification, pa.string()), "verified"), False),
-        "reliability": pa.array(
-            [r1 if r2 is unset else r2 for r2, r1 in zip(reliability2, reliability, strict=True)],
-            f64,
+        "reliability": _f64(
+            [r1 if r2 is unset else r2 for r2, r1 in zip(reliability2, reliability, strict=True)]
         ),
     }
     records = pa.array(range(len(typed)) if positions is None else positions, pa.int64())
     n = len(records)
     on_demand = {"pricing": pa.repeat(pa.scalar(Pricing.ON_DEMAND.value), n)}
     batch.add_columns(
-        records, "instance", {**columns, **on_demand, "price_per_hour": pa.array(dph_base, f64)}
+        records, "instance", {**columns, **on_demand, "price_per_hour": _f64(dph_base)}
     )
-    bids = pa.array(min_bid, f64)
+    bids = _f64(min_bid)
     has_spot = pc.fill_null(pc.not_equal(bids, 0), False)  # null or 0: no interruptible price
     spot = {name: values.filter(has_spot) for name, values in columns.items()}
     spot["pricing"] = pa.repeat(pa.scalar(Pricing.SPOT.value), len(spot["offer_id"]))
     spot["price_per_hour"] = bids.filter(has_spot)
     batch.add_columns(records.filter(has_spot), "instance", spot)
+
+
+def _f64(values: Sequence[float | None]) -> pa.Array:
+    """Doubles; an integer too large for Arrow to take as one is converted in Python."""
+    try:
+        return pa.array(values, pa.float64())
+    except pa.ArrowInvalid:
+        return pa.array([None if v is None else float(v) for v in values], pa.float64())
 
 
 def _gb_of_mib(mib: pa.Array) -> pa.Array:
