@@ -151,3 +151,18 @@ def test_live_collection_uses_the_real_endpoint(respx_mock, warehouse, client_fa
     assert report.status == "ok"
     [run] = provider_runs(warehouse)
     assert run["source"] == vastai.URL
+
+
+def test_a_quarantined_duplicate_keeps_the_providers_own_record(warehouse, tmp_path):
+    body = orjson.loads((FIXTURES / "vastai_bundles.json").read_bytes())
+    twin = dict(body["offers"][0], dph_base=1.0)  # same id, another price
+    body["offers"].append(twin)
+    path = replay_file(tmp_path, orjson.dumps(body))
+    [report] = run_collection(["vastai"], warehouse, replays={"vastai": path})
+    assert report.status == "ok"
+    with warehouse.cursor() as cur:
+        [(record_id, reason, raw)] = cur.execute(
+            "SELECT record_id, reason, raw FROM quarantine"
+        ).fetchall()
+    assert record_id == str(twin["id"]) and reason.startswith("duplicate offer_id")
+    assert orjson.loads(raw) == twin  # as served, not our offer
