@@ -104,8 +104,8 @@ class _Record(msgspec.Struct, gc=False):
     dph_base: float
     min_bid: float | None = None
     geolocation: str | None = None
-    rentable: bool = True
-    rented: bool = False
+    rentable: bool | None = True  # null: not rentable
+    rented: bool | None = False  # null: taken
     cpu_cores_effective: float | None = None
     cpu_ram: float | None = None
     disk_space: float | None = None
@@ -215,7 +215,8 @@ def _add_offers(batch: OfferBatch, typed: list[_Record], positions: list[int] | 
         "vram_gb": pc.round(_gb_of_mib(_f64(gpu_ram))),
         "region": pa.array(geolocation, pa.string()),
         "available": pc.and_(
-            pa.array(rentable, pa.bool_()), pc.invert(pa.array(rented, pa.bool_()))
+            pc.fill_null(pa.array(rentable, pa.bool_()), False),
+            pc.invert(pc.fill_null(pa.array(rented, pa.bool_()), True)),
         ),
         "vcpus": _f64(cpu_cores_effective),
         "ram_gb": _gb_of_mib(_f64(cpu_ram)),
