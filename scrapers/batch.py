@@ -131,7 +131,7 @@ class OfferBatch:
         row = {name: _CONVERT[name](name, value) for name, value in offer.items()}
         quoted = [name for name in ("price_per_hour", "price_per_gpu_hour") if name in offer]
         if len(quoted) != 1:
-            raise ValueError("an offer states price_per_hour or price_per_gpu_hour, not both")
+            raise ValueError("an offer states one of price_per_hour, price_per_gpu_hour")
         row["price_quoted_per"] = "instance" if quoted == ["price_per_hour"] else "gpu"
         return row
 

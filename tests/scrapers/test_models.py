@@ -67,7 +67,7 @@ def test_the_table_has_the_one_offer_schema_with_provider_and_utc_time_set():
 
 
 def test_an_offer_states_exactly_one_price():
-    with pytest.raises(ValueError, match="not both"):
+    with pytest.raises(ValueError, match="one of price_per_hour, price_per_gpu_hour"):
         batch().add(0, [offer(price_per_hour=16.0, price_per_gpu_hour=2.0)])
 
 
