@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.collect import run_collection
-from scrapers import Pricing, runpod, vastai
+from scrapers import FormFactor, Pricing, lambdalabs, runpod, vastai
 from tests.conftest import FIXTURES, OBSERVED_AT, fixture_bytes
 
 
@@ -38,3 +38,20 @@ def test_runpods_documented_gpu_list_without_prices_is_a_failed_run_with_its_rej
     [report] = run_collection(["runpod"], warehouse, replays={"runpod": replay})
     assert report.status == "failed" and "all 2 records rejected" in (report.error or "")
     assert {r.reason for r in report.rejects} == {"missing field 'securePrice / communityPrice'"}
+
+
+def test_lambdas_spec_examples_give_a_located_offer_and_a_sold_out_one():
+    result = lambdalabs.parse(fixture_bytes("lambda_spec_examples.json"), OBSERVED_AT)
+    offers = {o.offer_id: o for o in result.offers}
+    assert result.rejects == [] and set(offers) == {"gpu_8x_h100_sxm5gdr@us-west-1",
+                                                    "gpu_8x_example"}  # fmt: skip
+    h100 = offers["gpu_8x_h100_sxm5gdr@us-west-1"]
+    assert (h100.gpu_raw, h100.form_factor, h100.vram_gb) == (
+        "H100 (80 GB SXM5)",
+        FormFactor.SXM,
+        80,
+    )
+    assert h100.price_per_hour == pytest.approx(35.92)
+    assert h100.price_per_gpu_hour == pytest.approx(4.49)
+    sold_out = offers["gpu_8x_example"]
+    assert not sold_out.available and sold_out.region is None
