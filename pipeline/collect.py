@@ -133,8 +133,6 @@ def _collect_one(
             payload = provider.fetch(client, creds)
         progress(provider.NAME, "parsing")
         result = normalize(provider.parse(payload, observed), catalog)
-        if result.offer_count == 0:
-            return _logged(stored("failed", _no_offers(provider.NAME, result), result))
     except ProviderError as exc:
         return _logged(stored("failed", str(exc)))
     except Exception as exc:  # the per-provider edge: a parser bug must not stop the others
@@ -145,6 +143,8 @@ def _collect_one(
             "run provider=%s status=abandoned (shutting down before its write)", provider.NAME
         )
         return None
+    if result.offer_count == 0:  # never replace the last good snapshot with nothing
+        return _logged(stored("failed", _no_offers(provider.NAME, result), result))
     return _logged(stored("ok", None, result))
 
 
