@@ -28,7 +28,7 @@ from scrapers.models import (
     Reject,
 )
 
-__all__ = ["OfferBatch"]
+__all__ = ["OfferBatch", "arange"]
 
 _PARSER_FIELDS = frozenset(OFFER_SCHEMA.names) - {
     "provider", "observed_at", "price_quoted_per", "gpu", "country", "continent", "eea", "eu",
@@ -259,10 +259,10 @@ def _without_records(table: pa.Table, records: Mapping[int, str]) -> pa.Table:
 def _deduplicated(table: pa.Table) -> tuple[pa.Table, dict[int, str]]:
     """Records repeating an earlier row's (offer_id, pricing) key: the first one stays."""
     keys = ["offer_id", "pricing"]
-    indexed = table.select(keys).append_column("row", pa.array(range(table.num_rows), pa.int64()))
-    first = indexed.group_by(keys, use_threads=False).aggregate([("row", "min")])
-    if first.num_rows == table.num_rows:
+    if table.select(keys).group_by(keys, use_threads=False).aggregate([]).num_rows == len(table):
         return table, {}
+    indexed = table.select(keys).append_column("row", arange(table.num_rows))
+    first = indexed.group_by(keys, use_threads=False).aggregate([("row", "min")])
     later = pc.invert(pc.is_in(indexed["row"], value_set=first["row_min"]))
     duplicates = table.filter(later)
     reasons = {
@@ -275,3 +275,10 @@ def _deduplicated(table: pa.Table) -> tuple[pa.Table, dict[int, str]]:
         )
     }
     return table, reasons
+
+
+def arange(n: int) -> pa.Array:
+    """0, 1, ..., n - 1 as int64, without a Python int per element."""
+    if n == 0:
+        return pa.array([], pa.int64())
+    return pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), 1)

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from scrapers.base import Credentials, fetch_bytes
-from scrapers.batch import OfferBatch
+from scrapers.batch import OfferBatch, arange
 from scrapers.errors import ProviderPayloadError
 from scrapers.models import ParseResult, Pricing
 
@@ -186,9 +186,13 @@ def _in_int64(
     typed: list[_Record], positions: list[int] | None
 ) -> tuple[list[_Record], list[int] | None, list[tuple[int, str]]]:
     """Records whose integers fit Arrow's 64 bits, and the others as rejects."""
-    low, high = _INT64
-    if all(low <= r.id <= high and low <= r.num_gpus <= high for r in typed):
+    try:
+        pa.array([r.id for r in typed], pa.int64())
+        pa.array([r.num_gpus for r in typed], pa.int64())
         return typed, positions, []
+    except (OverflowError, pa.ArrowException):
+        pass
+    low, high = _INT64
     index = range(len(typed)) if positions is None else positions
     kept: list[_Record] = []
     kept_positions: list[int] = []
@@ -226,7 +230,7 @@ def _add_offers(batch: OfferBatch, typed: list[_Record], positions: list[int] | 
             [r1 if r2 is unset else r2 for r2, r1 in zip(reliability2, reliability, strict=True)]
         ),
     }
-    records = pa.array(range(len(typed)) if positions is None else positions, pa.int64())
+    records = arange(len(typed)) if positions is None else pa.array(positions, pa.int64())
     n = len(records)
     on_demand = {"pricing": pa.repeat(pa.scalar(Pricing.ON_DEMAND.value), n)}
     batch.add_columns(
