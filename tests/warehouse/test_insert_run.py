@@ -21,9 +21,7 @@ def test_the_parsers_table_is_stored_as_it_is(warehouse):
     with warehouse.transaction() as conn:
         insert_run(conn, RUN, offers())
     with warehouse.cursor() as cur:
-        stored = cur.execute(
-            "SELECT * EXCLUDE (run_id) FROM offer_observations"
-        ).fetch_arrow_table()
+        stored = cur.execute("SELECT * EXCLUDE (run_id) FROM offer_observations").to_arrow_table()
     assert stored.num_rows == offers().num_rows
     assert sorted(stored.column_names) == sorted(offers().column_names)
 
