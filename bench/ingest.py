@@ -1,7 +1,7 @@
 """Ingest benchmark: parse + normalize + store of an N-record Vast.ai body, against its JSON floor.
 
-Times each stage of the path a collection run takes (`vastai.parse`, `normalize`,
-`offers_to_table`, `store_run`: one transaction, one bulk insert per table) beside same-run
+Times each stage of the path a collection run takes (`vastai.parse` into one Arrow table,
+`normalize`, `store_run`: one transaction, one bulk insert per table) beside same-run
 baselines: a bare `orjson.loads` of the same body (nothing reads it faster into Python), with the
 garbage collector on (as any program runs it) and off (the lowest it goes), and a raw DuckDB
 insert of the same Arrow rows. Target: ingest at most 1.5x the *lower* floor, at 100,000 records.
@@ -34,7 +34,7 @@ from report import record_target  # noqa: E402
 
 from pipeline.catalog import get_catalog  # noqa: E402
 from pipeline.collection.collect import store_run  # noqa: E402
-from pipeline.collection.normalize import normalize, offers_to_table  # noqa: E402
+from pipeline.collection.normalize import normalize  # noqa: E402
 from scrapers import vastai  # noqa: E402
 from warehouse import RunRow, Warehouse  # noqa: E402
 
@@ -101,7 +101,7 @@ def main() -> None:
     print(f"body: {args.offers:,} records, {len(body) / 1e6:.1f} MB")
 
     stages: dict[str, list[float]] = {
-        k: [] for k in ("loads", "loads_nogc", "parse", "normalize", "table", "store", "ingest")
+        k: [] for k in ("loads", "loads_nogc", "parse", "normalize", "store", "ingest")
     }
     rows = 0
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,15 +117,14 @@ def main() -> None:
                 t1 = time.perf_counter()
                 result = normalize(parsed, catalog)
                 t2 = time.perf_counter()
-                table = offers_to_table(result)
-                t3 = time.perf_counter()
+                table = result.table
+                t3 = t2
                 store_run(warehouse, run_row(table.num_rows), result)
                 t4 = time.perf_counter()
             rows = table.num_rows
             for name, seconds in (
                 ("parse", t1 - t0),
                 ("normalize", t2 - t1),
-                ("table", t3 - t2),
                 ("store", t4 - t3),
                 ("ingest", t4 - t0),
             ):
@@ -153,7 +152,6 @@ def main() -> None:
         ("floor: orjson.loads (gc off)", best["loads_nogc"]),
         ("parse (vastai.parse)", best["parse"]),
         ("normalize (catalog, places)", best["normalize"]),
-        ("arrow batch", best["table"]),
         ("store (one transaction)", best["store"]),
         ("baseline: raw duckdb insert", t_raw),
         ("ingest: parse+normalize+store", best["ingest"]),

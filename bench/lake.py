@@ -31,7 +31,8 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from pipeline.settings import Settings
-from warehouse import OFFER_SCHEMA, RunRow, Warehouse
+from scrapers.models import OFFER_SCHEMA
+from warehouse import RunRow, Warehouse
 from warehouse.queries import insert_run
 
 PROVIDERS = ("vastai", "runpod", "lambda", "coreweave")

@@ -2,7 +2,7 @@
 
 Vast.ai's share is a raw search body (records cloned from the recorded fixture, with fresh ids,
 GPUs, places and jittered prices) that goes through `vastai.parse`; the other providers' shares
-are the offers their parsers would hand over (`Offer.from_gpu_price` / `from_instance_price`).
+are the offers their parsers would hand over (rows added to an `OfferBatch`, as they add them).
 Everything is stored through the normal ingest path, as a collection run stores it: `normalize`,
 then `pipeline.collection.collect.store_run` (one Arrow batch, one transaction, one bulk insert
 per provider).
@@ -33,7 +33,8 @@ from pipeline.catalog import get_catalog
 from pipeline.collection.collect import store_run
 from pipeline.collection.normalize import normalize
 from scrapers import vastai
-from scrapers.models import Offer, ParseResult, Pricing
+from scrapers.batch import OfferBatch
+from scrapers.models import ParseResult, Pricing
 from warehouse import RunRow, Warehouse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -135,31 +136,27 @@ def _offers(
     regions: list[str],
     observed_at: datetime,
 ) -> ParseResult:
-    result = ParseResult()
+    batch = OfferBatch(provider, observed_at, raw_of=str, id_of=str)
     for i in range(n_offers):
         gpu_raw, vram_gb, base, *rest = rng.choice(gpus)
         count = 8 if provider == "coreweave" else rng.choice(GPU_COUNTS)
         per_gpu = round(base * rng.uniform(0.9, 1.1), 4)
         pricing = Pricing.SPOT if provider == "runpod" and i % 3 == 2 else Pricing.ON_DEMAND
         common: dict[str, Any] = {
-            "provider": provider,
             "offer_id": f"{provider}-{i}",
             "gpu_raw": gpu_raw,
+            "gpu_count": count,
             "vram_gb": float(vram_gb),
             "region": rng.choice(regions),
             "available": True,
-            "observed_at": observed_at,
             "pricing": pricing,
             "form_factor": rest[0] if rest else None,
         }
         if provider in ("runpod", "lambda"):
-            offer = Offer.from_gpu_price(price_per_gpu_hour=per_gpu, gpu_count=count, **common)
+            batch.add(i, [{"price_per_gpu_hour": per_gpu, **common}])
         else:
-            offer = Offer.from_instance_price(
-                price_per_hour=round(per_gpu * count, 4), gpu_count=count, **common
-            )
-        result.offers.append(offer)
-    return result
+            batch.add(i, [{"price_per_hour": round(per_gpu * count, 4), **common}])
+    return batch.finish()
 
 
 _OTHERS: dict[str, tuple[list[tuple[Any, ...]], list[str]]] = {

@@ -14,6 +14,7 @@ from scrapers.base import (
     build_client,
     credentials_from_env,
 )
+from scrapers.batch import OfferBatch
 from scrapers.errors import (
     MissingCredentialsError,
     ProviderError,
@@ -29,6 +30,7 @@ __all__ = [
     "FormFactor",
     "MissingCredentialsError",
     "Offer",
+    "OfferBatch",
     "ParseResult",
     "Pricing",
     "ProviderError",

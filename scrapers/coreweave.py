@@ -1,24 +1,32 @@
 """CoreWeave: the public pricing page (`GET https://www.coreweave.com/pricing`), read as HTML.
 
-Quirks (see shared/provider-samples/README.md, "CoreWeave"):
+Quirks (see shared/provider-samples/README.md, "CoreWeave", and tests/fixtures/README.md):
 - No pricing API exists; the Webflow page is server-rendered, so a plain GET returns the rows
-  (becloudready/gpu-price `sources/coreweave.py`). Its markup changes often (README: three layouts
-  seen in public scrapers), so cells are read by their header labels, never by position, and a
-  page on which no GPU row yields an offer is a `ProviderPayloadError`, never an empty success.
+  (becloudready/gpu-price `sources/coreweave.py`). Its markup and labels change often, so columns
+  are found by meaning, never by position or exact text: a header label is normalised (footnote
+  marks dropped, case and punctuation folded) and read as words, e.g. `On-Demand Price (Per
+  Hour)`, `Spot Price (Per Hour)`, `Inference Single GPU Price(Per Hour)²` (2026 page). A GPU
+  table without an on-demand or spot column (an older layout) and a page on which no GPU row
+  yields an offer are a `ProviderPayloadError`, never an empty success.
 - On-Demand and Spot prices are USD per hour for the whole node: 8 GPUs for HGX/A100/L40(S)/RTX
   PRO 6000, 4 for GB200/GB300 NVL72, 1 for GH200, as the GPU Count column says. HGX H100 at
   $49.24/h is $6.155 per GPU-hour (PrashantSedhain/coreweave-pricing-tracker
-  `data/2026-08-22.json`).
-- "Inference Single GPU Price" (North America only) is per GPU and not an offer; it cross-checks
-  the node price / GPU count, which catches a misread GPU count.
-- The NVL72 GPU Count carries a footnote, `4<sup>1</sup>`, which text extraction reads as `41`
-  (same tracker, 2026-08 data): superscripts are dropped before any number is read.
-- Missing prices are non-numeric cells (all of GB300 NVL72, HGX B300 on-demand in Aug 2026); the
-  sample renders them `N/A` [README: assumption]. They are skipped: no offer, no reject.
+  `data/2026-10-07.json`).
+- "Inference Single GPU Price" (North America only) is another product's per-GPU price, never
+  an offer: it only cross-checks node price / GPU count, which catches a misread GPU count.
+- Footnote markers sit anywhere (`4<sup>1</sup>` in the NVL72 GPU Count, which text extraction
+  reads as `41`; `²` glued to a header): superscripts and footnote signs are dropped before any
+  label or number is read.
+- `Contact sales` (a link), `N/A` or an empty cell means no price in that column: no offer for
+  it, the row's other prices stay (HGX B300 and the RTX PRO 6000 Standard Memory variant are
+  priced for spot only in Oct 2026; GB300 NVL72 not at all).
+- One model can have several rows in one region (`RTX PRO 6000 Blackwell Server Edition (High
+  Memory)` / `(Standard Memory)`: 1,024 vs 512 GB of RAM); each keeps the page's spelling, and
+  rows whose names still collide get the columns that tell them apart in their `offer_id`.
+- VRAM is per GPU as printed (HGX B300: 270 GB), kept over the catalog's nominal figure.
 - Spot means preemptible Spot Node Pools at a listed price, not a bid; superchips have none
   (https://docs.coreweave.com/platform/capacity-plans/spot-node-pools).
-- The page shows no stock. `available=True` means only "listed at a price on the public page";
-  whether a node can be had right now is unknown (README cheat sheet: availability "not shown").
+- The page shows no stock. `available=True` means only "listed at a price on the public page".
 - `NVIDIA A100` is an 80 GB part only through its VRAM column; the catalog resolves it with it.
 """
 
@@ -26,15 +34,17 @@ from __future__ import annotations
 
 import copy
 import re
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, cast
 
 import httpx
 from bs4 import BeautifulSoup, Tag
 
 from scrapers.base import Credentials, fetch_bytes
+from scrapers.batch import OfferBatch
 from scrapers.errors import ProviderPayloadError
-from scrapers.models import Offer, ParseResult, Pricing, Reject
+from scrapers.models import ParseResult, Pricing, Reject, reason_of
 
 NAME = "coreweave"
 ENV_KEY = None
@@ -45,23 +55,25 @@ GB_PER_TB = 1000
 """Local Storage is in decimal TB: 7.68 and 61.44 (8 x 7.68) are NVMe drive sizes [assumption]."""
 INFERENCE_TOLERANCE_USD = 0.01
 """The page rounds node price / GPU count to the cent ($49.24 / 8 = 6.155 shows as $6.16)."""
+NO_PRICE = frozenset({"", "n/a", "na", "-", "\u2013", "\u2014", "contact sales", "contact us"})
+"""Cell texts (case folded) that mean "no price in this column"."""
 
-GPU_MODEL = "GPU Model"
-GPU_COUNT = "GPU Count"
-VRAM = "VRAM (GB)"
-VCPUS = "vCPUs"
-RAM = "System RAM (GB)"
-STORAGE = "Local Storage (TB)"
-ON_DEMAND = "On-Demand Price"
-SPOT = "Spot Price"
-INFERENCE = "Inference Single GPU Price"
-PRICE_COLUMNS = ((ON_DEMAND, Pricing.ON_DEMAND), (SPOT, Pricing.SPOT))
-MISSING_PRICES = frozenset({"", "n/a", "na", "-", "\u2013", "\u2014"})
+Column = Literal["model", "count", "vram", "vcpus", "ram", "storage", "on_demand", "spot",
+                 "inference"]  # fmt: skip
+PRICE_COLUMNS: tuple[tuple[Column, Pricing], ...] = (
+    ("on_demand", Pricing.ON_DEMAND),
+    ("spot", Pricing.SPOT),
+)
+DISTINGUISHING: tuple[Column, ...] = ("ram", "vram", "count", "vcpus", "storage")
+"""Columns that tell apart two rows of the same name in one region, in this order."""
 
 _REGION_LABEL = re.compile(r"^\s*REGION:\s*(\S.*?)\s*$", re.IGNORECASE)
 _PRICE = re.compile(r"^\$\s*(\d[\d,]*(?:\.\d+)?)(?:\s*/\s*h(?:ou)?r)?$", re.IGNORECASE)
 _HTML_END = re.compile(rb"</html\s*>", re.IGNORECASE)
 _NON_SLUG = re.compile(r"[^a-z0-9]+")
+_FOOTNOTE = re.compile("[\u00b9\u00b2\u00b3\u2070-\u209f*\u2020\u2021]")
+"""Superscript digits and footnote signs, wherever they sit."""
+_NON_WORD = re.compile(r"[^a-z0-9]+")
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
@@ -76,50 +88,86 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """One GPU row as served, with its table's columns and region."""
+
+    tag: Tag
+    columns: list[Column | None]
+    region: str | None
+
+
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
     if not _HTML_END.search(payload):
         # A cut body still parses (html.parser closes open tags) but would silently drop rows.
         raise ProviderPayloadError(f"{NAME}: page is truncated (no closing </html> tag)")
     soup = BeautifulSoup(payload, "html.parser")
-    result = ParseResult()
-    rows_found = 0
+    rows: list[_Row] = []
     for table in soup.select(".table-v2"):
         labels = _header_labels(table)
-        if GPU_MODEL not in labels:
+        columns = [_column_of(label) for label in labels]
+        if "model" not in columns or not any("gpu" in _words(label) for label in labels):
             continue  # CPU and storage tables
+        if "on_demand" not in columns and "spot" not in columns:
+            raise ProviderPayloadError(
+                f"{NAME}: a GPU table has no on-demand or spot price column (headers: "
+                f"{', '.join(labels)}) at {URL}; the page layout changed, update "
+                "scrapers/coreweave.py"
+            )
         region = _region_of(table)
-        for row in table.select(".table-row-v2"):
-            rows_found += 1
-            try:
-                result.offers.extend(_offers_of(row, labels, region, observed_at))
-            except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
-                result.rejects.append(
-                    Reject(
-                        provider=NAME,
-                        record_id=_row_id(row, region),
-                        reason=_reason(exc),
-                        raw=str(row),
-                    )
-                )
-    if not result.offers:
-        raise ProviderPayloadError(_nothing_parsed(rows_found, result.rejects))
+        rows += [_Row(row, columns, region) for row in table.select(".table-row-v2")]
+    ids = [_row_id(row) for row in rows]
+    batch = OfferBatch(NAME, observed_at, raw_of=lambda i: str(rows[i].tag), id_of=ids.__getitem__)
+    read: list[tuple[int, dict[Column, str]]] = []
+    for i, row in enumerate(rows):
+        try:
+            read.append((i, _row_cells(row)))
+        except ValueError as exc:
+            batch.reject(i, reason_of(exc))
+    offer_ids = _offer_ids([(rows[i], cells) for i, cells in read])
+    for (i, cells), offer_id in zip(read, offer_ids, strict=True):
+        try:
+            batch.add(i, _offers_of(cells, offer_id, rows[i].region))
+        except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
+            batch.reject(i, reason_of(exc))
+    result = batch.finish()
+    if not result.offer_count:
+        raise ProviderPayloadError(_nothing_parsed(len(rows), result.rejects))
     return result
 
 
 def _nothing_parsed(rows_found: int, rejects: list[Reject]) -> str:
     if rows_found == 0:
-        what = f"no GPU rows under a '{GPU_MODEL}' table header"
+        what = "no GPU rows under a 'GPU Model' table header"
     elif rejects:
-        what = f"{len(rejects)} GPU rows, none usable (first: {rejects[0].reason})"
+        what = f"{rows_found} GPU rows, none usable ({len(rejects)} rejected, first: " \
+               f"{rejects[0].reason})"  # fmt: skip
     else:
         what = f"{rows_found} GPU rows, none with a price"
     return f"{NAME}: {what} at {URL}; the page markup changed, update scrapers/coreweave.py"
 
 
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, KeyError):
-        return f"missing column {exc.args[0]!r}"
-    return str(exc).replace("\n", "; ")
+def _words(text: str) -> list[str]:
+    """Lower-case words of `text` with footnote marks and punctuation gone."""
+    return _NON_WORD.sub(" ", _FOOTNOTE.sub("", text).lower()).split()
+
+
+def _column_of(label: str) -> Column | None:
+    """What a header label means, by its words; None for a column we do not read."""
+    words = _words(label)
+    joined = " ".join(words)
+    if "inference" in words:
+        return "inference"
+    if "spot" in words:
+        return "spot"
+    if "on demand" in joined or "ondemand" in words:
+        return "on_demand"
+    for word, column in (("model", "model"), ("count", "count"), ("vram", "vram"),
+                         ("vcpus", "vcpus"), ("vcpu", "vcpus"), ("ram", "ram"),
+                         ("storage", "storage")):  # fmt: skip
+        if word in words:
+            return cast(Column, column)
+    return None
 
 
 def _cells(grid: Tag | None) -> list[Tag]:
@@ -130,11 +178,16 @@ def _cells(grid: Tag | None) -> list[Tag]:
 
 
 def _text(tag: Tag) -> str:
-    return " ".join(tag.get_text(" ", strip=True).split())
+    """The text a reader sees, without footnote superscripts or signs."""
+    clean = copy.copy(tag)
+    for sup in clean.find_all("sup"):
+        sup.decompose()
+    return " ".join(_FOOTNOTE.sub("", clean.get_text(" ", strip=True)).split())
 
 
 def _header_labels(table: Tag) -> list[str]:
-    return [_text(cell) for cell in _cells(table.select_one(".table-v2-header .table-grid"))]
+    grid = table.select_one(".table-v2-header .table-grid")
+    return [" ".join(cell.get_text(" ", strip=True).split()) for cell in _cells(grid)]
 
 
 def _region_of(table: Tag) -> str | None:
@@ -154,86 +207,93 @@ def _slug(*parts: str) -> str:
     return "-".join(_NON_SLUG.sub("-", part.lower()).strip("-") for part in parts)
 
 
-def _row_id(row: Tag, region: str | None) -> str | None:
-    heading = row.select_one(".table-model-name")
-    return _slug(_text(heading), region or "unknown-region") if heading is not None else None
+def _row_id(row: _Row) -> str | None:
+    heading = row.tag.select_one(".table-model-name")
+    return _slug(_text(heading), row.region or "unknown-region") if heading is not None else None
 
 
-def _row_cells(row: Tag, labels: list[str]) -> dict[str, Tag]:
-    clean = copy.copy(row)  # footnote superscripts go; `raw` keeps the row as served
-    for sup in clean.find_all("sup"):
-        sup.decompose()
-    cells = _cells(clean.select_one(".table-grid"))
-    if len(cells) != len(labels):
-        raise ValueError(f"row has {len(cells)} cells for {len(labels)} column labels")
-    return dict(zip(labels, cells, strict=True))
+def _row_cells(row: _Row) -> dict[Column, str]:
+    """The text of each cell we read, by what its column means."""
+    cells = _cells(row.tag.select_one(".table-grid"))
+    if len(cells) != len(row.columns):
+        raise ValueError(f"row has {len(cells)} cells for {len(row.columns)} column labels")
+    found: dict[Column, str] = {}
+    for column, cell in zip(row.columns, cells, strict=True):
+        if column is not None:
+            found[column] = _model_name(cell) if column == "model" else _text(cell)
+    return found
 
 
-def _number(cells: dict[str, Tag], label: str) -> float | None:
-    if label not in cells:
+def _number(cells: dict[Column, str], column: Column) -> float | None:
+    if column not in cells:
         return None
-    text = _text(cells[label])
+    text = cells[column]
     try:
         return float(text.replace(",", ""))
     except ValueError:
-        raise ValueError(f"{label} {text!r} is not a number") from None
+        raise ValueError(f"{column} {text!r} is not a number") from None
 
 
-def _price(cells: dict[str, Tag], label: str) -> float | None:
-    """USD from `$49.24`; None for an absent column or a placeholder such as `N/A`."""
-    if label not in cells:
-        return None
-    text = _text(cells[label])
-    if text.lower() in MISSING_PRICES:
+def _price(cells: dict[Column, str], column: Column) -> float | None:
+    """USD from `$49.24`; None for an absent column or `Contact sales`, `N/A`, an empty cell."""
+    text = cells.get(column, "")
+    if text.lower() in NO_PRICE:
         return None
     match = _PRICE.match(text)
     if match is None:
-        raise ValueError(f"{label} {text!r} is not a USD amount like $49.24")
+        raise ValueError(f"{column} price {text!r} is not a USD amount like $49.24")
     return float(match.group(1).replace(",", ""))
 
 
-def _offers_of(
-    row: Tag, labels: list[str], region: str | None, observed_at: datetime
-) -> list[Offer]:
-    cells = _row_cells(row, labels)
-    model = _model_name(cells[GPU_MODEL])
+def _offer_ids(rows: list[tuple[_Row, dict[Column, str]]]) -> list[str]:
+    """`<model>-<region>`, plus the columns that differ where one name repeats in a region."""
+    base = [_slug(cells.get("model", ""), row.region or "unknown-region") for row, cells in rows]
+    ids = list(base)
+    for slug in {s for s in base if base.count(s) > 1}:
+        group = [i for i, s in enumerate(base) if s == slug]
+        differing = [
+            column for column in DISTINGUISHING if len({rows[i][1].get(column) for i in group}) > 1
+        ]
+        for i in group:
+            cells = rows[i][1]
+            parts = [_slug(column, cells.get(column, "")) for column in differing]
+            ids[i] = "-".join([slug, *parts])
+    return ids
+
+
+def _offers_of(cells: dict[Column, str], offer_id: str, region: str | None) -> list[dict[str, Any]]:
+    model = cells.get("model", "")
     if not model:
-        raise ValueError(f"row has no {GPU_MODEL}")
-    count = _number(cells, GPU_COUNT)
+        raise ValueError("row has no GPU model")
+    count = _number(cells, "count")
     if count is None:
-        raise KeyError(GPU_COUNT)
+        raise KeyError("GPU Count")
     if not count.is_integer() or count < 1:
-        raise ValueError(f"{GPU_COUNT} {count:g} is not a whole number of GPUs")
+        raise ValueError(f"GPU count {count:g} is not a whole number of GPUs")
     gpu_count = int(count)
-    storage_tb = _number(cells, STORAGE)
+    storage_tb = _number(cells, "storage")
     common: dict[str, Any] = {
-        "provider": NAME,
-        "offer_id": _slug(model, region or "unknown-region"),
+        "offer_id": offer_id,
         "gpu_raw": model,
-        "vram_gb": _number(cells, VRAM),
+        "gpu_count": gpu_count,
+        "vram_gb": _number(cells, "vram"),
         "region": region,
         "available": True,  # listed at a price; stock is not shown (see module docstring)
-        "observed_at": observed_at,
-        "vcpus": _number(cells, VCPUS),
-        "ram_gb": _number(cells, RAM),
+        "vcpus": _number(cells, "vcpus"),
+        "ram_gb": _number(cells, "ram"),
         "disk_gb": None if storage_tb is None else storage_tb * GB_PER_TB,
     }
-    on_demand = _price(cells, ON_DEMAND)
-    per_gpu = _price(cells, INFERENCE)
+    prices = {pricing: _price(cells, column) for column, pricing in PRICE_COLUMNS}
+    on_demand, per_gpu = prices[Pricing.ON_DEMAND], _price(cells, "inference")
     if on_demand is not None and per_gpu is not None:
         derived = on_demand / gpu_count
         if abs(derived - per_gpu) > INFERENCE_TOLERANCE_USD:
             raise ValueError(
-                f"{ON_DEMAND} ${on_demand:.2f} / {gpu_count} GPUs = ${derived:.3f} per GPU "
-                f"disagrees with the page's {INFERENCE} ${per_gpu:.2f}"
+                f"on-demand ${on_demand:.2f} / {gpu_count} GPUs = ${derived:.3f} per GPU "
+                f"disagrees with the page's inference price ${per_gpu:.2f} per GPU"
             )
-    offers = []
-    for label, pricing in PRICE_COLUMNS:
-        price = on_demand if label == ON_DEMAND else _price(cells, label)
-        if price is not None:
-            offers.append(
-                Offer.from_instance_price(
-                    price_per_hour=price, gpu_count=gpu_count, pricing=pricing, **common
-                )
-            )
-    return offers
+    return [
+        {"price_per_hour": price, "pricing": pricing, **common}
+        for pricing, price in prices.items()
+        if price is not None
+    ]

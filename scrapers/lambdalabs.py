@@ -34,8 +34,9 @@ import httpx
 import orjson
 
 from scrapers.base import Credentials, fetch_bytes
+from scrapers.batch import OfferBatch
 from scrapers.errors import MissingCredentialsError, ProviderHTTPError, ProviderPayloadError
-from scrapers.models import FormFactor, Offer, ParseResult, Pricing, Reject
+from scrapers.models import FormFactor, ParseResult, Pricing, json_raw, reason_of
 
 NAME = "lambda"
 ENV_KEY = "LAMBDA_API_KEY"
@@ -99,20 +100,16 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
     if not isinstance(types, dict):
         raise ProviderPayloadError(f"{NAME}: body has no 'data' object of instance types")
 
-    result = ParseResult()
-    for type_name, record in types.items():
+    names, records = list(types), list(types.values())
+    batch = OfferBatch(
+        NAME, observed_at, raw_of=lambda i: json_raw(records[i]), id_of=names.__getitem__
+    )
+    for i, (type_name, record) in enumerate(types.items()):
         try:
-            result.offers.extend(_offers_of(type_name, record, observed_at))
+            batch.add(i, _offers_of(type_name, record))
         except (KeyError, TypeError, ValueError, ArithmeticError, AttributeError) as exc:
-            result.rejects.append(
-                Reject(
-                    provider=NAME,
-                    record_id=type_name,
-                    reason=_reason(exc),
-                    raw=orjson.dumps(record).decode(),
-                )
-            )
-    return result
+            batch.reject(i, reason_of(exc))
+    return batch.finish()
 
 
 def _error_code(body: Any) -> str | None:
@@ -121,12 +118,6 @@ def _error_code(body: Any) -> str | None:
     if not isinstance(error, dict):
         return None
     return str(error.get("code") or "unknown")
-
-
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, KeyError):
-        return f"missing field {exc.args[0]!r}"
-    return str(exc).replace("\n", "; ")
 
 
 def _form_factor(text: str) -> FormFactor | None:
@@ -141,7 +132,7 @@ def _is_cpu_only(type_name: str, instance_type: dict[str, Any]) -> bool:
     return type_name.startswith(CPU_TYPE_PREFIX) or instance_type["specs"].get("gpus") == 0
 
 
-def _offers_of(type_name: str, record: dict[str, Any], observed_at: datetime) -> list[Offer]:
+def _offers_of(type_name: str, record: dict[str, Any]) -> list[dict[str, Any]]:
     instance_type = record["instance_type"]
     if _is_cpu_only(type_name, instance_type):
         return []
@@ -156,14 +147,12 @@ def _offers_of(type_name: str, record: dict[str, Any], observed_at: datetime) ->
             f"specs.gpus {gpu_count} disagrees with the count in description {description!r}"
         )
     common: dict[str, Any] = {
-        "provider": NAME,
         "gpu_raw": match["gpu"],
         "form_factor": _form_factor(match["rest"]),
         "vram_gb": float(match["vram"]),
         "pricing": Pricing.ON_DEMAND,
         "price_per_hour": float(instance_type["price_cents_per_hour"]) / CENTS_PER_DOLLAR,
         "gpu_count": gpu_count,
-        "observed_at": observed_at,
         "vcpus": specs.get("vcpus"),
         # GiB, stored as-is like Vast.ai's MiB / 1024 (no gpuhunt-style x1.074 to decimal GB).
         "ram_gb": specs.get("memory_gib"),
@@ -171,12 +160,8 @@ def _offers_of(type_name: str, record: dict[str, Any], observed_at: datetime) ->
     }
     regions = [region["name"] for region in record["regions_with_capacity_available"]]
     if not regions:
-        return [
-            Offer.from_instance_price(offer_id=type_name, region=None, available=False, **common)
-        ]
+        return [{"offer_id": type_name, "region": None, "available": False, **common}]
     return [
-        Offer.from_instance_price(
-            offer_id=f"{type_name}@{region}", region=region, available=True, **common
-        )
+        {"offer_id": f"{type_name}@{region}", "region": region, "available": True, **common}
         for region in regions
     ]

@@ -42,8 +42,9 @@ import httpx
 import orjson
 
 from scrapers.base import Credentials, fetch_bytes
+from scrapers.batch import OfferBatch
 from scrapers.errors import ProviderHTTPError, ProviderPayloadError
-from scrapers.models import Offer, ParseResult, Pricing, Reject
+from scrapers.models import ParseResult, Pricing, json_raw, reason_of
 
 logger = logging.getLogger(__name__)
 
@@ -157,21 +158,19 @@ def _json_or_none(payload: bytes) -> Any:
 
 
 def _sweep_locations(catalog: Any) -> list[tuple[Cloud, str]] | None:
-    """The (cloud, location) pairs to ask about; None when `catalog` is no catalog answer."""
+    """The (cloud, location) pairs to ask about; None when there is nothing to sweep: not a
+    catalog answer, or one without locations (the plain `gpuTypes` answer of every public
+    recording), which `parse` reads as unlocated offers with the type-wide stock."""
     data = catalog.get("data") if isinstance(catalog, dict) else None
     if not isinstance(data, dict) or not isinstance(data.get("gpuTypes"), list):
         return None
     centers, countries = data.get("dataCenters"), data.get("countryCodes")
     if not isinstance(centers, list) or not isinstance(countries, list):
-        raise ProviderPayloadError(
-            f"{NAME}: the catalog answer has no 'dataCenters'/'countryCodes' lists to sweep"
-        )
+        return None  # a plain `gpuTypes` answer: unlocated offers with the type-wide stock
     listed = [c.get("id") for c in centers if isinstance(c, dict) and c.get("listed") is True]
     locations: list[tuple[Cloud, str]] = [("secure", dc) for dc in _names(listed)]
     locations += [("community", cc) for cc in _names(countries)]
-    if not locations:
-        raise ProviderPayloadError(f"{NAME}: the catalog lists no datacenter or country")
-    return locations
+    return locations or None
 
 
 def _names(values: list[Any]) -> list[str]:
@@ -202,25 +201,22 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
         raise ProviderPayloadError(f"{NAME}: body is not JSON ({exc})") from exc
     records, to_gpu_type = _records(body)
 
-    result = ParseResult()
-    for record in records:
+    batch = OfferBatch(
+        NAME,
+        observed_at,
+        raw_of=lambda i: json_raw(records[i]),
+        id_of=lambda i: records[i].get("id") if isinstance(records[i], dict) else None,
+    )
+    for i, record in enumerate(records):
         try:
             if not isinstance(record, dict):
                 raise TypeError(f"GPU record is not an object: {record!r}")
             gpu_type = to_gpu_type(record)
             if gpu_type.id != PLACEHOLDER_ID:
-                result.offers.extend(_offers_of(gpu_type, observed_at))
+                batch.add(i, _offers_of(gpu_type))
         except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
-            record_id = record.get("id") if isinstance(record, dict) else None
-            result.rejects.append(
-                Reject(
-                    provider=NAME,
-                    record_id=None if record_id is None else str(record_id),
-                    reason=_reason(exc),
-                    raw=orjson.dumps(record).decode(),
-                )
-            )
-    return result
+            batch.reject(i, reason_of(exc))
+    return batch.finish()
 
 
 def _records(body: Any) -> tuple[list[Any], Callable[[dict[str, Any]], _GpuType]]:
@@ -283,6 +279,7 @@ def _from_graphql(record: dict[str, Any], sweep: _SweepStock | None = None) -> _
     stock: _Stock = {cloud: None for cloud in CLOUDS}
     if sweep is not None:
         stock = {c: {at: by_id.get(gpu_id) for at, by_id in sweep[c].items()} for c in CLOUDS}
+    _require_prices(record, [f"{cloud}Price" for cloud in CLOUDS])
     return _GpuType(
         id=gpu_id,
         vram_gb=_number(record["memoryInGb"], "memoryInGb"),
@@ -294,18 +291,29 @@ def _from_graphql(record: dict[str, Any], sweep: _SweepStock | None = None) -> _
     )
 
 
+def _require_prices(record: dict[str, Any], names: list[str], within: str = "") -> None:
+    """A record names its prices, even as null: without any it is broken, not unpriced."""
+    if not any(name in record for name in names):
+        raise KeyError(" / ".join(within + name for name in names))
+
+
 def _from_rest(record: dict[str, Any]) -> _GpuType:
-    prices = record.get("price") or {}
+    prices = record.get("price")
     if not isinstance(prices, dict):
         raise TypeError(f"price is not an object: {prices!r}")
+    _require_prices(prices, list(CLOUDS), within="price.")
     centers = record.get("dataCenters")
     return _GpuType(
         id=_gpu_id(record),
         vram_gb=_number(record["memory"], "memory"),
         on_demand={cloud: _price(prices, cloud) for cloud in CLOUDS},
         spot={cloud: None for cloud in CLOUDS},  # REST v2 has no spot price
-        # REST v2 has no community locations
-        stock={"secure": None if centers is None else _center_stock(centers), "community": None},
+        # REST v2 has no community locations; an empty `dataCenters` list says nothing of
+        # locations either, so the type-wide availability stands for them
+        stock={
+            "secure": None if centers in (None, []) else _center_stock(centers),
+            "community": None,
+        },
         type_wide_stock=record.get("availability"),
     )
 
@@ -343,12 +351,6 @@ def _in_stock(status: object) -> bool:
     return isinstance(status, str) and status.lower() in IN_STOCK
 
 
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, KeyError):
-        return f"missing field {exc.args[0]!r}"
-    return str(exc).replace("\n", "; ")
-
-
 def _placements(gpu_type: _GpuType, cloud: Cloud) -> list[tuple[str | None, bool]]:
     """(region, available) of each offer: every location in stock, else one unlocated offer."""
     by_location = gpu_type.stock[cloud]
@@ -358,7 +360,7 @@ def _placements(gpu_type: _GpuType, cloud: Cloud) -> list[tuple[str | None, bool
     return [(location, True) for location in stocked] or [(None, False)]
 
 
-def _offers_of(gpu_type: _GpuType, observed_at: datetime) -> list[Offer]:
+def _offers_of(gpu_type: _GpuType) -> list[dict[str, Any]]:
     offers = []
     for cloud in CLOUDS:
         prices = (
@@ -367,18 +369,16 @@ def _offers_of(gpu_type: _GpuType, observed_at: datetime) -> list[Offer]:
         )
         for region, available in _placements(gpu_type, cloud):
             common: dict[str, Any] = {
-                "provider": NAME,
                 "offer_id": f"{gpu_type.id}:{cloud}" + (f":{region}" if region else ""),
                 "gpu_raw": gpu_type.id,
                 "gpu_count": GPUS_PER_OFFER,
                 "vram_gb": gpu_type.vram_gb,
                 "region": region,
                 "available": available,
-                "observed_at": observed_at,
                 "tier": cloud,
             }
             offers.extend(
-                Offer.from_gpu_price(price_per_gpu_hour=price, pricing=pricing, **common)
+                {"price_per_gpu_hour": price, "pricing": pricing, **common}
                 for pricing, price in prices
                 if price is not None
             )

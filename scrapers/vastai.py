@@ -6,8 +6,13 @@ Quirks (see shared/provider-samples/README.md, "Vast.ai"):
   `storage_cost` USD per GB-month and depends on the disk size you pick (gpuhunt does the same).
 - `min_bid` is the floor of an interruptible bid for the whole offer (vast-cli help; gpuhunt and
   SkyPilot use it as the spot price); `null` means no interruptible price.
-- `gpu_ram` is MiB per GPU and irregular (24564 for a 24 GB card): divided by 1024 here, snapped
-  to the catalog size later.
+- `gpu_ram` is MiB per GPU as the driver reports it, a little under the nominal size (24564 for a
+  24 GB card, 81559 for an 80 GB H100): divided by 1024 and rounded to the whole GB here.
+- `cpu_ram` is MiB of system RAM *of this offer* (already its share: on machines offered in
+  several sizes it grows with the size; issue 15), so `ram_gb = cpu_ram / 1024`, as given.
+- `min_bid` is rounded to 7 digits, and a bid above `dph_base` is a real market state (about
+  10 % of records): the spot offer is published as it is. Quotes never prefer it to the same
+  machine's on-demand offer (pipeline/workload/ranking.py).
 - `rented` is not filtered by the backend (vast-cli PR #394): a rented offer is listed,
   not available.
 - No pagination: without `limit` only 64 offers come back (gpuhunt issue #142).
@@ -15,6 +20,7 @@ Quirks (see shared/provider-samples/README.md, "Vast.ai"):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -25,16 +31,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from scrapers.base import Credentials, fetch_bytes
+from scrapers.batch import OfferBatch, arange
 from scrapers.errors import ProviderPayloadError
-from scrapers.models import (
-    OFFER_COLUMNS,
-    Offer,
-    ParseResult,
-    Pricing,
-    Reject,
-    instance_price_offers,
-    observed_at_utc,
-)
+from scrapers.models import ParseResult, Pricing
 
 NAME = "vastai"
 ENV_KEY = "VASTAI_API_KEY"
@@ -69,59 +68,34 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
 
 
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
-    """The offers of a search body, column-wise; records the columns cannot take go row by row.
+    """The offers of a search body, built column-wise from the fields read here.
 
-    The column path decodes only the fields read here, with strict types (msgspec), and checks
-    every `Offer` invariant on whole columns. A record of another shape (a string price, a
-    missing field, a value out of range) goes through `_offers_of`, the row path, which gives
-    the same offers or the reject with its reason; a body the column decoder cannot read at all
-    goes through the row path whole, which raises what it always raised.
+    Records are decoded with strict field types (msgspec, numbers given as strings accepted); a
+    record that does not fit (not an object, a missing or mistyped field) is a reject with
+    msgspec's reason and the record as served.
     """
-    if observed_at_utc(observed_at) is not None:
-        try:
-            return _parse_columns(payload, observed_at)
-        except _RowPath:
-            pass
-    return _parse_rows(payload, observed_at)
-
-
-def _parse_rows(payload: bytes, observed_at: datetime) -> ParseResult:
     try:
-        body = orjson.loads(payload)
-    except orjson.JSONDecodeError as exc:
+        typed = _BODY.decode(payload).offers
+        raws: list[msgspec.Raw] | None = None
+        positions = None
+        misfits: list[tuple[int, str]] = []
+    except msgspec.ValidationError:
+        raws = _raw_records(payload)
+        typed, positions, misfits = _decode_one_by_one(raws)
+    except msgspec.DecodeError as exc:
         raise ProviderPayloadError(f"{NAME}: body is not JSON ({exc})") from exc
-    records = body.get("offers") if isinstance(body, dict) else None
-    if not isinstance(records, list):
-        raise ProviderPayloadError(f"{NAME}: body has no 'offers' list")
-
-    result = ParseResult()
-    for record in records:
-        offers, reject = _row(record, observed_at)
-        result.offers.extend(offers)
-        if reject is not None:
-            result.rejects.append(reject)
-    return result
-
-
-def _row(record: Any, observed_at: datetime) -> tuple[list[Offer], Reject | None]:
-    try:
-        return _offers_of(record, observed_at), None
-    except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
-        record_id = record.get("id") if isinstance(record, dict) else None
-        return [], Reject(
-            provider=NAME,
-            record_id=None if record_id is None else str(record_id),
-            reason=_reason(exc),
-            raw=orjson.dumps(record).decode(),
-        )
-
-
-class _RowPath(Exception):
-    """The column path cannot take this body: parse it row by row."""
+    typed, positions, out_of_range = _in_int64(typed, positions)
+    records = _Records(payload, raws, typed, positions)
+    batch = OfferBatch(NAME, observed_at, raw_of=records.raw, id_of=records.id)
+    for position, reason in [*misfits, *out_of_range]:
+        batch.reject(position, reason)
+    if typed:
+        _add_offers(batch, typed, positions)
+    return batch.finish()
 
 
 class _Record(msgspec.Struct, gc=False):
-    """The fields `_offers_of` reads, with the JSON types the column path takes as they are."""
+    """The fields read here, with their JSON types."""
 
     id: int
     num_gpus: int
@@ -130,9 +104,8 @@ class _Record(msgspec.Struct, gc=False):
     dph_base: float
     min_bid: float | None = None
     geolocation: str | None = None
-    rentable: bool = True
-    rented: bool = False
-    cpu_cores: float | None = None
+    rentable: bool | None = True  # null: not rentable
+    rented: bool | None = False  # null: taken
     cpu_cores_effective: float | None = None
     cpu_ram: float | None = None
     disk_space: float | None = None
@@ -149,197 +122,135 @@ class _RawBody(msgspec.Struct, gc=False):
     offers: list[msgspec.Raw]
 
 
-_BODY = msgspec.json.Decoder(_Body)
+_BODY = msgspec.json.Decoder(_Body, strict=False)
 _RAW_BODY = msgspec.json.Decoder(_RawBody)
-_RECORD = msgspec.json.Decoder(_Record)
+_RECORD = msgspec.json.Decoder(_Record, strict=False)
+_INT64 = (-(2**63), 2**63 - 1)
 
 
-def _parse_columns(payload: bytes, observed_at: datetime) -> ParseResult:
-    raws: list[msgspec.Raw] | None = None
-    slow: list[int] = []  # indices of the records for the row path
-    try:
-        typed = _BODY.decode(payload).offers
-        index: list[int] | None = None
-    except msgspec.ValidationError:
-        raws = _raw_records(payload)
-        typed, index, slow = _decode_one_by_one(raws)
-    except msgspec.DecodeError:
-        raise _RowPath from None
-    table, keys, failed = _columns(typed, index, observed_at)
-    slow.extend(failed)
-    if not slow:
-        return ParseResult.from_table(table)
-    raws = raws if raws is not None else _raw_records(payload)
-    rejects: list[Reject] = []
-    slow_offers: list[Offer] = []
-    slow_keys: list[int] = []
-    for i in sorted(slow):
-        offers, reject = _row(_plain(raws[i]), observed_at)
-        if reject is not None:
-            rejects.append(reject)
-        slow_offers.extend(offers)
-        slow_keys.extend(2 * i + n for n in range(len(offers)))
-    if slow_offers:
-        table = pa.concat_tables([table, _table_of(slow_offers)])
-        keys = pa.concat_arrays([keys, pa.array(slow_keys, pa.int64())])
-        table = table.take(pc.sort_indices(keys))
-    return ParseResult.from_table(table, rejects)
+class _Records:
+    """The provider's records as served and their ids, looked up only for rejects."""
+
+    def __init__(
+        self,
+        payload: bytes,
+        raws: list[msgspec.Raw] | None,
+        typed: list[_Record],
+        positions: list[int] | None,
+    ) -> None:
+        self._payload, self._raws = payload, raws
+        self._typed, self._positions = typed, positions
+        self._ids: dict[int, int] | None = None
+
+    def raw(self, position: int) -> str:
+        if self._raws is None:
+            self._raws = _raw_records(self._payload)
+        return bytes(self._raws[position]).decode()
+
+    def id(self, position: int) -> object:
+        if self._ids is None:
+            index = range(len(self._typed)) if self._positions is None else self._positions
+            self._ids = {at: record.id for at, record in zip(index, self._typed, strict=True)}
+        if position in self._ids:
+            return self._ids[position]
+        record = orjson.loads(self.raw(position))
+        return record.get("id") if isinstance(record, dict) else None
 
 
 def _raw_records(payload: bytes) -> list[msgspec.Raw]:
     try:
         return _RAW_BODY.decode(payload).offers
-    except msgspec.MsgspecError:
-        raise _RowPath from None
+    except msgspec.ValidationError as exc:  # a DecodeError too: caught first
+        raise ProviderPayloadError(f"{NAME}: body has no 'offers' list ({exc})") from exc
+    except msgspec.DecodeError as exc:
+        raise ProviderPayloadError(f"{NAME}: body is not JSON ({exc})") from exc
 
 
-def _plain(raw: msgspec.Raw) -> Any:
-    """One record as the row path reads it (orjson), or the whole body goes the row path."""
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        raise _RowPath from None  # e.g. a number out of range: the body is not JSON to orjson
-
-
-def _decode_one_by_one(raws: list[msgspec.Raw]) -> tuple[list[_Record], list[int], list[int]]:
-    """Some record does not fit `_Record`: decode each on its own; the misfits go row by row."""
+def _decode_one_by_one(
+    raws: list[msgspec.Raw],
+) -> tuple[list[_Record], list[int], list[tuple[int, str]]]:
+    """Some record does not fit `_Record`: decode each on its own; the misfits are rejects."""
     typed: list[_Record] = []
-    index: list[int] = []
-    slow: list[int] = []
-    for i, raw in enumerate(raws):
+    positions: list[int] = []
+    misfits: list[tuple[int, str]] = []
+    for position, raw in enumerate(raws):
         try:
             typed.append(_RECORD.decode(raw))
-            index.append(i)
-        except msgspec.ValidationError:
-            slow.append(i)
-    return typed, index, slow
+            positions.append(position)
+        except msgspec.ValidationError as exc:
+            misfits.append((position, str(exc)))
+    return typed, positions, misfits
 
 
-def _columns(
-    typed: list[_Record], index: list[int] | None, observed_at: datetime
-) -> tuple[pa.Table, pa.Array, list[int]]:
-    """The offers of well-typed records, each row's sort key, and the records that failed."""
-    n = len(typed)
-    if n == 0:
-        return OFFER_COLUMNS.empty_table(), pa.array([], pa.int64()), []
-    (ids, num_gpus, gpu_name, gpu_ram, dph_base, min_bid, geolocation, rentable, rented,
-     cpu_cores, cpu_cores_effective, cpu_ram, disk_space, verification, reliability2,
-     reliability) = zip(*map(msgspec.structs.astuple, typed), strict=True)  # fmt: skip
+def _in_int64(
+    typed: list[_Record], positions: list[int] | None
+) -> tuple[list[_Record], list[int] | None, list[tuple[int, str]]]:
+    """Records whose integers fit Arrow's 64 bits, and the others as rejects."""
     try:
-        record_id = pa.array(ids, pa.int64())
-        gpu_count = pa.array(num_gpus, pa.int64())
+        pa.array([r.id for r in typed], pa.int64())
+        pa.array([r.num_gpus for r in typed], pa.int64())
+        return typed, positions, []
     except (OverflowError, pa.ArrowException):
-        raise _RowPath from None  # an integer past 64 bits: the row path reads it as a float
-    f64 = pa.float64()
-    cores = pa.array(cpu_cores, f64)
-    effective = pa.array(cpu_cores_effective, f64)
-    machine_ram = pa.array(cpu_ram, f64)
-    # ram_gb: the offer's share of the machine's MiB, only when all three are known (as the
-    # row path: `cpu_ram * (cores_effective / cpu_cores) / MIB_PER_GIB`, the same float ops).
-    has_ram = pc.fill_null(
-        pc.and_(pc.and_(pc.not_equal(cores, 0), pc.is_valid(effective)), pc.is_valid(machine_ram)),
-        False,
-    )
-    share = pc.divide(pc.multiply(machine_ram, pc.divide(effective, cores)), float(MIB_PER_GIB))
-    ram_gb = pc.if_else(has_ram, share, pa.scalar(None, f64))
-    available = pc.and_(pa.array(rentable, pa.bool_()), pc.invert(pa.array(rented, pa.bool_())))
-    verified = pc.fill_null(pc.equal(pa.array(verification, pa.string()), "verified"), False)
+        pass
+    low, high = _INT64
+    index = range(len(typed)) if positions is None else positions
+    kept: list[_Record] = []
+    kept_positions: list[int] = []
+    rejects: list[tuple[int, str]] = []
+    for position, record in zip(index, typed, strict=True):
+        if low <= record.id <= high and low <= record.num_gpus <= high:
+            kept.append(record)
+            kept_positions.append(position)
+        else:
+            rejects.append((position, "id or num_gpus is out of the 64-bit integer range"))
+    return kept, kept_positions, rejects
+
+
+def _add_offers(batch: OfferBatch, typed: list[_Record], positions: list[int] | None) -> None:
+    """One on-demand offer per record and a spot offer where it has a bid, column-wise."""
+    (ids, num_gpus, gpu_name, gpu_ram, dph_base, min_bid, geolocation, rentable, rented,
+     cpu_cores_effective, cpu_ram, disk_space, verification, reliability2,
+     reliability) = zip(*map(msgspec.structs.astuple, typed), strict=True)  # fmt: skip
     unset = msgspec.UNSET
-    reliability_ = pa.array(
-        [r1 if r2 is unset else r2 for r2, r1 in zip(reliability2, reliability, strict=True)], f64
-    )
-    fields = {
-        "offer_id": pc.cast(record_id, pa.string()),
+    columns = {
+        "offer_id": pc.cast(pa.array(ids, pa.int64()), pa.string()),
         "gpu_raw": pa.array(gpu_name, pa.string()),
-        "gpu_count": gpu_count,
-        "vram_gb": pc.divide(pa.array(gpu_ram, f64), float(MIB_PER_GIB)),
+        "gpu_count": pa.array(num_gpus, pa.int64()),
+        "vram_gb": pc.round(_gb_of_mib(_f64(gpu_ram))),
         "region": pa.array(geolocation, pa.string()),
-        "available": available,
-        "vcpus": effective,
-        "ram_gb": ram_gb,
-        "disk_gb": pa.array(disk_space, f64),
-        "verified": verified,
-        "reliability": reliability_,
+        "available": pc.and_(
+            pc.fill_null(pa.array(rentable, pa.bool_()), False),
+            pc.invert(pc.fill_null(pa.array(rented, pa.bool_()), True)),
+        ),
+        "vcpus": _f64(cpu_cores_effective),
+        "ram_gb": _gb_of_mib(_f64(cpu_ram)),
+        "disk_gb": _f64(disk_space),
+        "verified": pc.fill_null(pc.equal(pa.array(verification, pa.string()), "verified"), False),
+        "reliability": _f64(
+            [r1 if r2 is unset else r2 for r2, r1 in zip(reliability2, reliability, strict=True)]
+        ),
     }
-    on_demand, od_ok = instance_price_offers(
-        provider=NAME,
-        pricing=Pricing.ON_DEMAND.value,
-        price_per_hour=pa.array(dph_base, f64),
-        observed_at=observed_at,
-        **fields,
+    records = arange(len(typed)) if positions is None else pa.array(positions, pa.int64())
+    n = len(records)
+    on_demand = {"pricing": pa.repeat(pa.scalar(Pricing.ON_DEMAND.value), n)}
+    batch.add_columns(
+        records, "instance", {**columns, **on_demand, "price_per_hour": _f64(dph_base)}
     )
-    bids = pa.array(min_bid, f64)
-    has_spot = pc.fill_null(pc.not_equal(bids, 0), False)  # `if min_bid:` (null or 0: none)
-    spot, spot_ok = instance_price_offers(
-        provider=NAME,
-        pricing=Pricing.SPOT.value,
-        price_per_hour=bids.filter(has_spot),
-        observed_at=observed_at,
-        **{name: values.filter(has_spot) for name, values in fields.items()},
-    )
-    ok = pc.and_(od_ok, pc.replace_with_mask(pa.repeat(True, n), has_spot, spot_ok))
-    positions = pa.array(range(n), pa.int64()) if index is None else pa.array(index, pa.int64())
-    bad: list[int] = []
-    if not pc.all(ok).as_py():
-        bad = positions.filter(pc.invert(ok)).to_pylist()
-        spot = spot.filter(ok.filter(has_spot))
-        on_demand, positions, has_spot = (
-            on_demand.filter(ok), positions.filter(ok), has_spot.filter(ok)
-        )
-    if spot.num_rows == 0:
-        return on_demand, pc.multiply(positions, 2), bad
-    keys = pa.concat_arrays(
-        [pc.multiply(positions, 2), pc.add(pc.multiply(positions.filter(has_spot), 2), 1)]
-    )
-    table = pa.concat_tables([on_demand, spot])
-    order = pc.sort_indices(keys)
-    return table.take(order), keys.take(order), bad
+    bids = _f64(min_bid)
+    has_spot = pc.fill_null(pc.not_equal(bids, 0), False)  # null or 0: no interruptible price
+    spot = {name: values.filter(has_spot) for name, values in columns.items()}
+    spot["pricing"] = pa.repeat(pa.scalar(Pricing.SPOT.value), len(spot["offer_id"]))
+    spot["price_per_hour"] = bids.filter(has_spot)
+    batch.add_columns(records.filter(has_spot), "instance", spot)
 
 
-def _table_of(offers: list[Offer]) -> pa.Table:
-    columns = {name: [getattr(offer, name) for offer in offers] for name in OFFER_COLUMNS.names}
-    for name in ("pricing", "form_factor"):
-        columns[name] = [None if v is None else str(v) for v in columns[name]]
-    return pa.table(columns, schema=OFFER_COLUMNS)
+def _f64(values: Sequence[float | None]) -> pa.Array:
+    """Doubles; an integer too large for Arrow to take as one is converted in Python."""
+    try:
+        return pa.array(values, pa.float64())
+    except pa.ArrowInvalid:
+        return pa.array([None if v is None else float(v) for v in values], pa.float64())
 
 
-def _reason(exc: Exception) -> str:
-    if isinstance(exc, KeyError):
-        return f"missing field {exc.args[0]!r}"
-    return str(exc).replace("\n", "; ")
-
-
-def _offers_of(record: dict[str, Any], observed_at: datetime) -> list[Offer]:
-    gpu_count = record["num_gpus"]  # the offer refuses a count that is not whole (2.5)
-    cpu_cores = record.get("cpu_cores")
-    cores_effective = record.get("cpu_cores_effective")
-    ram_gb = None
-    if cpu_cores and cores_effective is not None and record.get("cpu_ram") is not None:
-        # cpu_ram is the whole machine's MiB; an offer gets its share of the cores (gpuhunt).
-        ram_gb = record["cpu_ram"] * (cores_effective / cpu_cores) / MIB_PER_GIB
-    common: dict[str, Any] = {
-        "provider": NAME,
-        "offer_id": str(record["id"]),
-        "gpu_raw": record["gpu_name"],
-        "gpu_count": gpu_count,
-        "vram_gb": record["gpu_ram"] / MIB_PER_GIB,
-        "region": record.get("geolocation"),
-        "available": bool(record.get("rentable", True)) and not record.get("rented", False),
-        "observed_at": observed_at,
-        "vcpus": cores_effective,
-        "ram_gb": ram_gb,
-        "disk_gb": record.get("disk_space"),
-        "verified": record.get("verification") == "verified",
-        "reliability": record.get("reliability2", record.get("reliability")),
-    }
-    offers = [
-        Offer.from_instance_price(
-            price_per_hour=float(record["dph_base"]), pricing=Pricing.ON_DEMAND, **common
-        )
-    ]
-    min_bid = record.get("min_bid")
-    if min_bid:
-        offers.append(
-            Offer.from_instance_price(price_per_hour=float(min_bid), pricing=Pricing.SPOT, **common)
-        )
-    return offers
+def _gb_of_mib(mib: pa.Array) -> pa.Array:
+    return pc.divide(mib, float(MIB_PER_GIB))

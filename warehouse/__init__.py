@@ -11,12 +11,10 @@ from warehouse.errors import (
     WarehouseError,
 )
 from warehouse.offers import OfferFilters
-from warehouse.queries import OFFER_SCHEMA, REJECT_SCHEMA, RunRow
+from warehouse.queries import RunRow
 from warehouse.target import LakeTarget, parse_target
 
 __all__ = [
-    "OFFER_SCHEMA",
-    "REJECT_SCHEMA",
     "DatabaseLockedError",
     "LakeTarget",
     "MigrationError",

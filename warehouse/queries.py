@@ -11,12 +11,11 @@ from typing import Any, Literal
 import duckdb
 import pyarrow as pa
 
+from warehouse.errors import WarehouseError
 from warehouse.offers import NEWEST_SNAPSHOT
 from warehouse.summaries import SUMMARISE_BATCH
 
 __all__ = [
-    "OFFER_SCHEMA",
-    "REJECT_SCHEMA",
     "RunRow",
     "insert_run",
     "current_price_stats",
@@ -29,45 +28,6 @@ __all__ = [
     "unknown_gpus",
 ]
 
-OFFER_SCHEMA = pa.schema(
-    [
-        ("provider", pa.string()),
-        ("offer_id", pa.string()),
-        ("gpu", pa.string()),
-        ("gpu_raw", pa.string()),
-        ("form_factor", pa.string()),
-        ("gpu_count", pa.int32()),
-        ("vram_gb", pa.float64()),
-        ("pricing", pa.string()),
-        ("price_per_hour", pa.float64()),
-        ("price_per_gpu_hour", pa.float64()),
-        ("price_quoted_per", pa.string()),
-        ("region", pa.string()),
-        ("available", pa.bool_()),
-        ("observed_at", pa.timestamp("us", tz="UTC")),
-        ("vcpus", pa.float64()),
-        ("ram_gb", pa.float64()),
-        ("disk_gb", pa.float64()),
-        ("verified", pa.bool_()),
-        ("tier", pa.string()),
-        ("reliability", pa.float64()),
-        ("country", pa.string()),
-        ("continent", pa.string()),
-        ("eea", pa.bool_()),
-        ("eu", pa.bool_()),
-    ]
-)
-"""The column batch the pipeline hands over for one provider run's offers."""
-
-REJECT_SCHEMA = pa.schema(
-    [
-        ("provider", pa.string()),
-        ("record_id", pa.string()),
-        ("reason", pa.string()),
-        ("raw", pa.string()),
-        ("observed_at", pa.timestamp("us", tz="UTC")),
-    ]
-)
 
 @dataclass(frozen=True, slots=True)
 class RunRow:
@@ -91,7 +51,10 @@ def insert_run(
 ) -> None:
     """Write one provider run: its run row and, in bulk, its offers and quarantined records.
 
-    Call inside `Warehouse.transaction()` so that a run is stored whole or not at all.
+    `offers` and `rejects` are Arrow tables whose columns are stored `BY NAME`; the schema they
+    follow is the scrapers' (`scrapers.models.OFFER_SCHEMA`), checked here against the columns
+    the migrations made, not declared a second time. Call inside `Warehouse.transaction()` so
+    that a run is stored whole or not at all.
     """
     conn.execute(
         "INSERT INTO collection_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -112,6 +75,7 @@ def insert_run(
         batch = offers.append_column("run_id", pa.array([run.run_id] * offers.num_rows))
         conn.register("offer_batch", batch)
         try:
+            _check_columns(conn, "offer_batch", "offer_observations")
             with _one_thread(conn):
                 conn.execute("INSERT INTO offer_observations BY NAME SELECT * FROM offer_batch")
                 conn.execute(SUMMARISE_BATCH)
@@ -126,9 +90,29 @@ def insert_run(
         batch = rejects.append_column("run_id", pa.array([run.run_id] * rejects.num_rows))
         conn.register("reject_batch", batch)
         try:
+            _check_columns(conn, "reject_batch", "quarantine")
             conn.execute("INSERT INTO quarantine BY NAME SELECT * FROM reject_batch")
         finally:
             conn.unregister("reject_batch")
+
+
+def _check_columns(conn: duckdb.DuckDBPyConnection, batch: str, table: str) -> None:
+    """Every column of `batch` exists in `table` with the type it is stored as, or one error."""
+    stored = dict(
+        conn.execute(
+            "SELECT column_name, data_type FROM duckdb_columns() "
+            "WHERE database_name = current_database() AND table_name = ?",
+            [table],
+        ).fetchall()
+    )
+    given = conn.execute(f"DESCRIBE SELECT * FROM {batch}").fetchall()
+    wrong = [
+        f"{name} {type_} (stored: {stored.get(name, 'no such column')})"
+        for name, type_, *_ in given
+        if stored.get(name) != type_
+    ]
+    if wrong:
+        raise WarehouseError(f"the batch does not fit table {table}: {', '.join(wrong)}")
 
 
 @contextmanager

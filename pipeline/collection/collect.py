@@ -1,7 +1,9 @@
 """One collection run: each provider fetched, parsed and stored on its own.
 
 A provider that fails (HTTP error, garbage body, missing key, even a bug in its parser) is
-recorded as a failed run with its error and no offers; the others carry on.
+recorded as a failed run with its error and no offers; the others carry on. So is an answer that
+yields no offer at all (an empty list, or every record rejected): it would otherwise replace the
+provider's last good snapshot with nothing. Its rejects are kept in the quarantine.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import httpx
 
 from pipeline.base import provider_module, utc_now
 from pipeline.catalog import Catalog, get_catalog
-from pipeline.collection.normalize import normalize, offers_to_table, rejects_to_table
+from pipeline.collection.normalize import normalize
 from scrapers import Credentials, ProviderError, ProviderModule, build_client
 from scrapers.base import credentials_from_env
 from scrapers.models import ParseResult, Reject
@@ -131,22 +133,28 @@ def _collect_one(
             "run provider=%s status=abandoned (shutting down before its write)", provider.NAME
         )
         return None
-    if failure is not None:
-        return _logged(stored("failed", failure))
+    if failure is not None or result is None:
+        return _logged(stored("failed", failure or "no result"))
+    if result.offer_count == 0:  # never replace the last good snapshot with nothing
+        return _logged(stored("failed", _no_offers(provider.NAME, result), result))
     return _logged(stored("ok", None, result))
+
+
+def _no_offers(provider: str, result: ParseResult) -> str:
+    if not result.rejects:
+        return f"{provider}: the answer holds no offers; the last good snapshot stays"
+    return (
+        f"{provider}: all {len(result.rejects)} records rejected (first: "
+        f"{result.rejects[0].reason}); the last good snapshot stays"
+    )
 
 
 def store_run(warehouse: Warehouse, run: RunRow, result: ParseResult | None) -> None:
     """Store one provider run whole, in one transaction: its row, offers and rejects in bulk."""
-    offers = offers_to_table(result) if result is not None else None
-    rejects = result.rejects if result is not None else []
+    offers = result.table if result is not None and result.offer_count else None
+    rejects = result.rejects_table(run.observed_at) if result and result.rejects else None
     with warehouse.transaction() as conn:
-        insert_run(
-            conn,
-            run,
-            offers if offers is not None and offers.num_rows else None,
-            rejects_to_table(rejects, run.observed_at) if rejects else None,
-        )
+        insert_run(conn, run, offers, rejects)
 
 
 def _logged(report: RunReport) -> RunReport:

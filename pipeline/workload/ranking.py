@@ -40,6 +40,13 @@ __all__ = [
     "rank_offers",
 ]
 
+SPOT_NOT_CHEAPER = "spot offer not below the same machine's on-demand price"
+
+
+def _machine(offer: Mapping[str, Any]) -> tuple[object, object]:
+    return offer.get("provider"), offer.get("offer_id")
+
+
 SPOT_NOT_ASKED = "spot offer: interruptible, ranked only with include_spot (--include-spot)"
 SPOT_RISK = (
     "spot: can be interrupted at any time; checkpoint often and expect restarts to add hours"
@@ -170,6 +177,8 @@ def rank_offers(
     if w.tokens is None:
         raise WorkloadError("tokens", "needed to estimate hours and cost")
     planner = _Planner(w, catalog)
+    offers = list(offers)
+    on_demand = {_machine(o): o["price_per_hour"] for o in offers if o.get("pricing") != "spot"}
     skipped: Counter[tuple[str, str]] = Counter()
     ranked: list[tuple[float, float, float, int, Mapping[str, Any], _Plan]] = []
     for index, offer in enumerate(offers):
@@ -184,6 +193,11 @@ def rank_offers(
             continue
         if offer.get("pricing") == "spot" and not include_spot:
             skipped[(gpu_id, SPOT_NOT_ASKED)] += 1
+            continue
+        if offer.get("pricing") == "spot" and offer["price_per_hour"] >= on_demand.get(
+            _machine(offer), float("inf")
+        ):
+            skipped[(gpu_id, SPOT_NOT_CHEAPER)] += 1
             continue
         form_factor = offer.get("form_factor")
         plan = planner.plan(

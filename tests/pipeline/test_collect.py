@@ -1,13 +1,17 @@
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
 import orjson
+import pytest
 import respx
 
 from pipeline.collection.collect import run_collection
+from pipeline.market.freshness import provider_freshness
 from pipeline.market.offers import OfferQuery, current_offers, provider_runs
+from pipeline.settings import Settings
 from scrapers import vastai
 from tests.conftest import FIXTURES, OBSERVED_AT
 
@@ -66,17 +70,65 @@ def test_a_failed_run_keeps_the_last_good_snapshot_current(warehouse, tmp_path):
     assert len(current_offers(warehouse, OfferQuery())) == 13
 
 
-def test_spot_above_on_demand_for_the_same_offer_is_quarantined(warehouse, tmp_path):
+def test_spot_above_on_demand_is_published_as_the_spot_offer_it_is(warehouse, tmp_path):
     body = orjson.loads((FIXTURES / "vastai_bundles.json").read_bytes())
     body["offers"][3]["min_bid"] = 99.0
     [report] = run_collection(
         ["vastai"], warehouse, replays={"vastai": replay_file(tmp_path, orjson.dumps(body))}
     )
-    assert [r.record_id for r in report.rejects] == ["23977120"]
-    assert "above on-demand" in report.rejects[0].reason
-    assert {o["pricing"] for o in current_offers(warehouse, OfferQuery(gpu="A100"))} == {
-        "on_demand"
-    }
+    assert report.rejects == [] and report.offer_count == 13
+    spot = [o for o in current_offers(warehouse, OfferQuery(pricing="spot")) if
+            o["offer_id"] == "23977120"]  # fmt: skip
+    assert [o["price_per_hour"] for o in spot] == [99.0]
+
+
+GOOD = {
+    "vastai": "vastai_bundles.json",
+    "runpod": "runpod_gpu_types.json",
+    "lambda": "lambda_instance_types.json",
+    "coreweave": "coreweave_pricing.html",
+}
+EMPTY = {
+    "vastai": (b'{"offers": []}', "holds no offers"),
+    "runpod": (b'{"data": {"gpuTypes": []}}', "holds no offers"),
+    "lambda": (b'{"data": {}}', "holds no offers"),
+    "coreweave": (
+        (FIXTURES / "coreweave_pricing.html").read_bytes().replace(b"table-row-v2", b"gone"),
+        "no GPU rows",
+    ),
+}
+
+
+def test_an_answer_where_every_record_is_rejected_is_a_failed_run(warehouse, tmp_path):
+    body = orjson.loads((FIXTURES / "vastai_bundles.json").read_bytes())
+    for record in body["offers"]:
+        record["dph_base"] = -1
+    path = replay_file(tmp_path, orjson.dumps(body))
+    [report] = run_collection(["vastai"], warehouse, replays={"vastai": path})
+    assert report.status == "failed"
+    assert f"all {len(body['offers'])} records rejected" in (report.error or "")
+    with warehouse.cursor() as cur:  # the rejects stay visible in the quarantine
+        assert cur.execute("SELECT count(*) FROM quarantine").fetchone()[0] == len(body["offers"])
+
+
+@pytest.mark.parametrize("provider", sorted(EMPTY))
+def test_an_empty_answer_fails_the_run_and_the_last_good_snapshot_stays_served_stale(
+    warehouse, tmp_path, provider
+):
+    good = FIXTURES / GOOD[provider]
+    later = OBSERVED_AT + timedelta(minutes=10)
+    [first] = run_collection([provider], warehouse, replays={provider: good},
+                             now=lambda: OBSERVED_AT)  # fmt: skip
+    body, error = EMPTY[provider]
+    empty = replay_file(tmp_path, body, name=f"empty-{GOOD[provider]}")
+    [report] = run_collection([provider], warehouse, replays={provider: empty}, now=lambda: later)
+    assert report.status == "failed" and error in (report.error or "")
+    query = OfferQuery(providers=(provider,), include_unavailable=True)
+    served = current_offers(warehouse, query)
+    assert len(served) == first.offer_count > 0
+    settings = Settings(providers=[provider])
+    [fresh] = [f for f in provider_freshness(warehouse, settings, later) if f.provider == provider]
+    assert fresh.stale and fresh.observed_at == OBSERVED_AT and fresh.last_status == "failed"
 
 
 @respx.mock(assert_all_mocked=True)
@@ -99,3 +151,18 @@ def test_live_collection_uses_the_real_endpoint(respx_mock, warehouse, client_fa
     assert report.status == "ok"
     [run] = provider_runs(warehouse)
     assert run["source"] == vastai.URL
+
+
+def test_a_quarantined_duplicate_keeps_the_providers_own_record(warehouse, tmp_path):
+    body = orjson.loads((FIXTURES / "vastai_bundles.json").read_bytes())
+    twin = dict(body["offers"][0], dph_base=1.0)  # same id, another price
+    body["offers"].append(twin)
+    path = replay_file(tmp_path, orjson.dumps(body))
+    [report] = run_collection(["vastai"], warehouse, replays={"vastai": path})
+    assert report.status == "ok"
+    with warehouse.cursor() as cur:
+        [(record_id, reason, raw)] = cur.execute(
+            "SELECT record_id, reason, raw FROM quarantine"
+        ).fetchall()
+    assert record_id == str(twin["id"]) and reason.startswith("duplicate offer_id")
+    assert orjson.loads(raw) == twin  # as served, not our offer

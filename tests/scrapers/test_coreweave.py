@@ -27,25 +27,24 @@ def edited_row(product: str, old: bytes, new: bytes) -> bytes:
     return BODY[:at] + new + BODY[at + len(old) :]
 
 
-def test_every_priced_gpu_row_of_both_regions_becomes_an_on_demand_offer():
-    on_demand = {offer_id for offer_id, pricing in offers_by_key() if pricing is Pricing.ON_DEMAND}
+RTX_HIGH = "nvidia-rtx-pro-6000-blackwell-server-edition-high-memory"
+RTX_STANDARD = "nvidia-rtx-pro-6000-blackwell-server-edition-standard-memory"
+
+
+def test_the_2026_page_gives_all_34_on_demand_and_spot_offers_of_its_24_gpu_rows():
+    offers = offers_by_key()
+    assert len(offers) == 34
+    by_region = {region: sum(o.region == region for o in offers.values())
+                 for region in ("North America", "Europe")}  # fmt: skip
+    assert by_region == {"North America": 18, "Europe": 16}
+    on_demand = {offer_id for offer_id, pricing in offers if pricing == Pricing.ON_DEMAND}
     assert on_demand == {
-        "nvidia-gb200-nvl72-north-america",
-        "nvidia-hgx-b200-north-america",
-        "nvidia-rtx-pro-6000-blackwell-server-edition-north-america",
-        NA_H100,
-        "nvidia-hgx-h200-north-america",
-        "nvidia-gh200-north-america",
-        "nvidia-l40-north-america",
-        "nvidia-l40s-north-america",
-        "nvidia-a100-north-america",
-        "nvidia-gb200-nvl72-europe",
-        "nvidia-hgx-b200-europe",
-        "nvidia-hgx-h100-europe",
-        "nvidia-hgx-h200-europe",
-        "nvidia-l40s-europe",
-        "nvidia-a100-europe",
-    }
+        f"{model}-{region}"
+        for model in ("nvidia-gb200-nvl72", "nvidia-hgx-b200", RTX_HIGH, "nvidia-hgx-h100",
+                      "nvidia-hgx-h200", "nvidia-gh200", "nvidia-l40", "nvidia-l40s",
+                      "nvidia-a100")
+        for region in ("north-america", "europe")
+    }  # fmt: skip
 
 
 def test_hgx_h100_node_price_is_divided_by_its_eight_gpus():
@@ -126,7 +125,7 @@ def test_a_gpu_count_that_disagrees_with_the_inference_price_is_rejected():
     result = coreweave.parse(body, OBSERVED_AT)
     [reject] = result.rejects
     assert reject.record_id == "nvidia-gb200-nvl72-north-america"
-    assert "Inference Single GPU Price $10.50" in reject.reason
+    assert "inference price $10.50 per GPU" in reject.reason
     assert 'data-product="nvidia-gb200-nvl72"' in reject.raw
     assert ("nvidia-gb200-nvl72-europe", Pricing.ON_DEMAND) in offers_by_key(body)
 
@@ -136,7 +135,7 @@ def test_a_malformed_price_is_rejected_with_its_reason_and_the_rest_kept():
     result = coreweave.parse(body, OBSERVED_AT)
     [reject] = result.rejects
     assert reject.record_id == NA_H100
-    assert "On-Demand Price '$abc'" in reject.reason
+    assert "on_demand price '$abc'" in reject.reason
     kept = {o.offer_id for o in result.offers}
     assert NA_H100 not in kept  # the row's spot offer goes with it
     assert len(kept) == len({k[0] for k in offers_by_key()}) - 1
@@ -152,6 +151,80 @@ def test_a_row_whose_cells_do_not_match_the_labels_is_rejected():
     body = edited_row("nvidia-hgx-h100", b'<div class="table-v2-cell"><div>80</div></div>', b"")
     [reject] = coreweave.parse(body, OBSERVED_AT).rejects
     assert reject.reason == "row has 8 cells for 9 column labels"
+
+
+@pytest.mark.parametrize(
+    ("on_demand", "spot", "inference"),
+    [
+        ("ON-DEMAND PRICE", "Spot price*", "Inference Single GPU Price"),
+        ("On Demand Price (per hour)\u00b9", "Spot Price<sup>3</sup>", "inference price\u00b2"),
+        ("On-Demand Price", "Spot Price", "Inference Single GPU Price(Per Hour)"),
+    ],
+    ids=["case-and-marks", "footnotes-anywhere", "older-labels"],
+)
+def test_price_columns_are_found_by_meaning_not_exact_text(on_demand, spot, inference):
+    body = (
+        BODY.replace(b">On-Demand Price (Per Hour)<", f">{on_demand}<".encode())
+        .replace(b">Spot Price (Per Hour)<", f">{spot}<".encode())
+        .replace(b">Inference Single GPU Price(Per Hour)<sup>2</sup><", f">{inference}<".encode())
+    )
+    assert offers_by_key(body) == offers_by_key()
+
+
+def test_footnote_marks_are_stripped_wherever_they_sit():
+    body = edited_row("nvidia-gb200-nvl72", b"<div>4<sup>1</sup></div>", b"<div>4\xc2\xb9</div>")
+    body = body.replace(b"<div>$42.00</div>", b"<div>$42.00<sup>4</sup></div>", 1)
+    offer = offers_by_key(body)[("nvidia-gb200-nvl72-north-america", Pricing.ON_DEMAND)]
+    assert (offer.gpu_count, offer.price_per_hour) == (4, 42.0)
+
+
+def test_contact_sales_or_na_gives_no_offer_for_that_column_and_the_other_prices_stay():
+    offers = offers_by_key()
+    assert b">Contact sales</a>" in BODY
+    b300 = "nvidia-hgx-b300-north-america"
+    assert (b300, Pricing.ON_DEMAND) not in offers  # Contact sales
+    assert offers[(b300, Pricing.SPOT)].price_per_hour == pytest.approx(35.84)
+    assert ("nvidia-gh200-europe", Pricing.SPOT) not in offers  # N/A
+    assert offers[("nvidia-gh200-europe", Pricing.ON_DEMAND)].price_per_hour == 6.5
+
+
+def test_variants_of_one_model_in_one_region_keep_their_spelling_and_distinct_ids():
+    offers = offers_by_key()
+    high = offers[(f"{RTX_HIGH}-north-america", Pricing.SPOT)]
+    standard = offers[(f"{RTX_STANDARD}-north-america", Pricing.SPOT)]
+    assert high.gpu_raw == "NVIDIA RTX PRO 6000 Blackwell Server Edition (High Memory)"
+    assert standard.gpu_raw == "NVIDIA RTX PRO 6000 Blackwell Server Edition (Standard Memory)"
+    assert (high.ram_gb, standard.ram_gb) == (1024, 512)
+    assert (f"{RTX_STANDARD}-north-america", Pricing.ON_DEMAND) not in offers  # Contact sales
+
+
+def test_rows_whose_names_collide_get_their_differing_columns_in_the_offer_id():
+    body = BODY.replace(b" (High Memory)<", b"<").replace(b" (Standard Memory)<", b"<")
+    result = coreweave.parse(body, OBSERVED_AT)
+    assert result.rejects == [] and result.offer_count == 34
+    ids = {o.offer_id for o in result.offers if o.gpu_raw.endswith("Server Edition")}
+    model = "nvidia-rtx-pro-6000-blackwell-server-edition"
+    assert ids == {f"{model}-{region}-ram-{ram}" for region in ("north-america", "europe")
+                   for ram in ("1-024", "512")}  # fmt: skip
+
+
+def test_the_pages_vram_is_kept_as_printed():
+    offer = offers_by_key()[("nvidia-hgx-b300-europe", Pricing.SPOT)]
+    assert offer.vram_gb == 270
+
+
+def test_a_gpu_table_without_on_demand_or_spot_columns_is_an_old_layout_payload_error():
+    old = BODY.replace(b">On-Demand Price (Per Hour)<", b">Instance Price (Per Hour)<").replace(
+        b">Spot Price (Per Hour)<", b">Reserved Price<"
+    )
+    with pytest.raises(ProviderPayloadError, match="no on-demand or spot price column.*Instance"):
+        coreweave.parse(old, OBSERVED_AT)
+
+
+def test_the_failure_message_counts_every_gpu_row_of_the_page():
+    unpriced = re.sub(rb"<div>\$[\d.,]+</div>", b"<div>N/A</div>", BODY)
+    with pytest.raises(ProviderPayloadError, match="24 GPU rows, none with a price"):
+        coreweave.parse(unpriced, OBSERVED_AT)
 
 
 def test_a_page_cut_mid_table_is_a_payload_error_not_fewer_rows():
@@ -257,8 +330,12 @@ def test_collection_run_stores_the_offers_with_canonical_gpus(
         a100_gpus = cur.execute(
             "SELECT DISTINCT gpu FROM offer_observations WHERE gpu_raw = 'NVIDIA A100'"
         ).fetchall()
+        b300_vram = cur.execute(
+            "SELECT DISTINCT vram_gb FROM offer_observations WHERE gpu_raw = 'NVIDIA HGX B300'"
+        ).fetchall()
     assert row == ("H100-80GB", "SXM", 8, pytest.approx(49.24), pytest.approx(6.155))
     assert a100_gpus == [("A100-80GB",)]
+    assert b300_vram == [(270.0,)]  # the page's figure, not the catalog's nominal
 
 
 @pytest.mark.parametrize(

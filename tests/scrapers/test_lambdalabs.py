@@ -72,7 +72,7 @@ def test_gpu_name_vram_and_form_factor_come_from_the_description():
     assert (sxm.gpu_raw, sxm.vram_gb, sxm.form_factor) == ("H100 (80 GB SXM5)", 80, FormFactor.SXM)
     pcie = offers["gpu_1x_h100_pcie"]
     assert (pcie.gpu_raw, pcie.form_factor) == ("H100 (80 GB PCIe)", FormFactor.PCIE)
-    assert offers["gpu_8x_b200_sxm6"].form_factor is FormFactor.SXM
+    assert offers["gpu_8x_b200_sxm6"].form_factor == FormFactor.SXM
     gh200 = offers["gpu_1x_gh200@us-east-3"]
     assert (gh200.gpu_raw, gh200.vram_gb, gh200.form_factor) == ("GH200 (96 GB)", 96, None)
 

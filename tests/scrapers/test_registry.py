@@ -5,7 +5,7 @@ import pkgutil
 import scrapers
 from tests.conftest import FIXTURES
 
-NOT_PROVIDERS = {"base", "errors", "models"}
+NOT_PROVIDERS = {"base", "batch", "errors", "models"}
 
 
 def test_every_provider_module_is_registered_under_its_name():
@@ -31,6 +31,7 @@ def test_public_names_are_pinned():
         "FormFactor",
         "MissingCredentialsError",
         "Offer",
+        "OfferBatch",
         "PROVIDERS",
         "ParseResult",
         "Pricing",

@@ -40,7 +40,7 @@ def located(gpu: str, cloud: str, pricing: Pricing = Pricing.ON_DEMAND, body: by
     return {
         o.region: o
         for (_, p), o in offers_by_key(body).items()
-        if o.gpu_raw == gpu and o.tier == cloud and p is pricing
+        if o.gpu_raw == gpu and o.tier == cloud and p == pricing
     }
 
 
@@ -84,7 +84,7 @@ def test_spot_offer_exists_only_where_the_cloud_has_a_spot_price():
     spot = offers[("NVIDIA A100 80GB PCIe:community", Pricing.SPOT)]
     assert spot.price_per_gpu_hour == pytest.approx(0.89)
     assert ("NVIDIA A100 80GB PCIe:secure", Pricing.SPOT) not in offers
-    assert not any(pricing is Pricing.SPOT for (gpu, pricing) in offers if "H200" in gpu)
+    assert not any(pricing == Pricing.SPOT for (gpu, pricing) in offers if "H200" in gpu)
 
 
 def test_absent_spot_fields_are_normal_and_give_no_spot_offers():
@@ -94,7 +94,7 @@ def test_absent_spot_fields_are_normal_and_give_no_spot_offers():
 
     offers = offers_by_key(edited(BODY, drop_spot))
     assert offers
-    assert all(pricing is Pricing.ON_DEMAND for _, pricing in offers)
+    assert all(pricing == Pricing.ON_DEMAND for _, pricing in offers)
 
 
 def test_stock_status_decides_availability_and_none_or_null_means_unavailable():
@@ -227,9 +227,9 @@ def test_a_sweep_without_its_answers_by_location_is_a_payload_error(cloud):
 def test_rest_v2_and_the_sweep_give_the_same_secure_on_demand_offers():
     def secure(body):
         return {
-            key: offer.model_dump()
+            key: offer._asdict()
             for key, offer in offers_by_key(body).items()
-            if offer.tier == "secure" and key[1] is Pricing.ON_DEMAND
+            if offer.tier == "secure" and key[1] == Pricing.ON_DEMAND
         }
 
     rest = secure(REST_BODY)
@@ -239,12 +239,12 @@ def test_rest_v2_and_the_sweep_give_the_same_secure_on_demand_offers():
 
 def test_rest_v2_community_offers_stay_unlocated_like_the_catalog_answer_and_have_no_spot():
     rest = offers_by_key(REST_BODY)
-    assert all(pricing is Pricing.ON_DEMAND for _, pricing in rest)
-    community = {k: o.model_dump() for k, o in rest.items() if o.tier == "community"}
+    assert all(pricing == Pricing.ON_DEMAND for _, pricing in rest)
+    community = {k: o._asdict() for k, o in rest.items() if o.tier == "community"}
     assert community == {
-        k: o.model_dump()
+        k: o._asdict()
         for k, o in offers_by_key(BODY).items()
-        if o.tier == "community" and k[1] is Pricing.ON_DEMAND
+        if o.tier == "community" and k[1] == Pricing.ON_DEMAND
     }
     assert {o["region"] for o in community.values()} == {None}
 
@@ -263,6 +263,37 @@ def test_a_rest_record_without_datacenters_gives_one_unlocated_offer_per_cloud()
 def test_a_rest_datacenter_whose_availability_is_none_gets_no_offer():
     offers = located("NVIDIA A100-SXM4-80GB", "secure", body=REST_BODY)
     assert set(offers) == {"CA-MTL-1"}  # EUR-IS-1 is listed with availability NONE
+
+
+@pytest.mark.parametrize(("availability", "available"), [("HIGH", True), ("NONE", False)])
+def test_an_empty_rest_datacenter_list_falls_back_to_the_type_wide_availability(
+    availability, available
+):
+    def empty(data):
+        data["gpus"][2].update(dataCenters=[], availability=availability)
+
+    offers = located("NVIDIA H100 80GB HBM3", "secure", body=edited(REST_BODY, empty))
+    assert set(offers) == {None} and offers[None].available is available
+
+
+@pytest.mark.parametrize(
+    ("body", "records", "keys"),
+    [
+        (BODY, lambda data: data["data"]["gpuTypes"], ("securePrice", "communityPrice")),
+        (REST_BODY, lambda data: [r["price"] for r in data["gpus"]], ("secure", "community")),
+    ],
+    ids=["graphql", "rest"],
+)
+def test_a_record_without_price_keys_is_a_reject_not_silently_dropped(body, records, keys):
+    def unpriced(data):
+        for key in keys:
+            records(data)[1].pop(key)
+
+    result = runpod.parse(edited(body, unpriced), OBSERVED_AT)
+    [reject] = result.rejects
+    assert reject.record_id == "NVIDIA A100-SXM4-80GB"
+    assert reject.reason.startswith("missing field") and keys[0] in reject.reason
+    assert orjson.loads(reject.raw)["id"] == reject.record_id  # the provider's own record
 
 
 @pytest.mark.parametrize(
@@ -396,21 +427,37 @@ def test_fetch_returns_a_body_that_is_no_catalog_answer_as_it_is(respx_mock, cli
 
 
 @pytest.mark.parametrize(
-    ("edit", "error"),
+    "edit",
     [
-        (lambda data: data["data"].pop("dataCenters"), "dataCenters"),
-        (lambda data: data["data"].update(dataCenters=[], countryCodes=[None]), "no datacenter"),
+        lambda data: (data["data"].pop("dataCenters"), data["data"].pop("countryCodes")),
+        lambda data: data["data"].update(dataCenters=[], countryCodes=[None]),
     ],
-    ids=["no-list", "nothing-listed"],
+    ids=["plain-gpuTypes-answer", "nothing-listed"],
 )
 @respx.mock(assert_all_mocked=True)
-def test_fetch_of_a_catalog_that_names_no_locations_is_a_payload_error(
-    respx_mock, client_factory, edit, error
+def test_a_catalog_without_locations_is_one_request_read_as_unlocated_offers(
+    respx_mock, client_factory, edit
 ):
     body = edited(orjson.dumps(orjson.loads(SWEEP)["base"]), edit)
-    respx_mock.post(runpod.URL).mock(return_value=httpx.Response(200, content=body))
-    with client_factory() as client, pytest.raises(ProviderPayloadError, match=error):
-        runpod.fetch(client, None)
+    route = respx_mock.post(runpod.URL).mock(return_value=httpx.Response(200, content=body))
+    with client_factory() as client:
+        assert runpod.fetch(client, None) == body
+    assert route.call_count == 1
+    result = runpod.parse(body, OBSERVED_AT)
+    assert result.rejects == [] and result.offer_count > 0
+    assert {o.region for o in result.offers} == {None}
+
+
+def test_a_plain_gpu_types_answer_gives_unlocated_offers_with_the_type_wide_stock():
+    def plain(data):
+        data["data"].pop("dataCenters", None)
+        data["data"].pop("countryCodes", None)
+
+    records = gpu_types(orjson.loads(BODY))
+    offers = offers_by_key(edited(BODY, plain))
+    h100 = offers[("NVIDIA H100 80GB HBM3:secure", Pricing.ON_DEMAND)]
+    stock = records["NVIDIA H100 80GB HBM3"]["lowestPrice"]["stockStatus"]
+    assert h100.region is None and h100.available == (stock in ("High", "Medium", "Low"))
 
 
 @pytest.mark.parametrize(

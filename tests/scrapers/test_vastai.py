@@ -20,7 +20,7 @@ def offers_by_key():
 def test_every_record_of_the_recorded_body_becomes_an_on_demand_offer():
     records = orjson.loads(BODY)["offers"]
     offers = offers_by_key()
-    assert {offer_id for offer_id, pricing in offers if pricing is Pricing.ON_DEMAND} == {
+    assert {offer_id for offer_id, pricing in offers if pricing == Pricing.ON_DEMAND} == {
         str(r["id"]) for r in records
     }
 
@@ -43,17 +43,37 @@ def test_no_spot_offer_when_min_bid_is_null():
     assert ("19841102", Pricing.SPOT) not in offers_by_key()
 
 
-def test_vram_is_converted_from_mib_and_raw_name_is_kept():
+def test_vram_is_converted_from_mib_to_whole_gb_and_raw_name_is_kept():
     offer = offers_by_key()[("11684738", Pricing.ON_DEMAND)]
     assert offer.gpu_raw == "RTX 4090"
-    assert offer.vram_gb == pytest.approx(24564 / 1024)
+    assert offer.vram_gb == 24  # 24564 MiB as the driver reports a 24 GB card
     assert offer.gpu is None  # resolved later, in the pipeline
 
 
-def test_null_cpu_cores_leaves_ram_unknown_instead_of_guessing():
-    offer = offers_by_key()[("24700518", Pricing.ON_DEMAND)]
-    assert offer.ram_gb is None
-    assert offer.region is None
+def test_ram_is_the_offers_own_cpu_ram_in_gb_not_scaled_again_by_the_core_share():
+    body = orjson.loads(BODY)
+    record = body["offers"][0]
+    record.update(num_gpus=2, cpu_ram=128961, cpu_cores=224, cpu_cores_effective=56.0)
+    result = vastai.parse(orjson.dumps(body), OBSERVED_AT)
+    offer = next(o for o in result.offers if o.offer_id == str(record["id"]))
+    assert offer.ram_gb == pytest.approx(128961 / 1024)  # ~126 GB, not a quarter of it
+
+
+def test_null_cpu_ram_leaves_ram_unknown_instead_of_guessing():
+    body = orjson.loads(BODY)
+    body["offers"][0]["cpu_ram"] = None
+    result = vastai.parse(orjson.dumps(body), OBSERVED_AT)
+    assert next(o for o in result.offers if o.offer_id == "24581137").ram_gb is None
+
+
+@pytest.mark.parametrize("above_usd", [0.0000001, 0.004, 0.5], ids=["rounding", "cent", "dearer"])
+def test_a_spot_price_above_on_demand_is_kept_as_the_spot_offer_it_is(above_usd):
+    body = orjson.loads(BODY)
+    record = body["offers"][3]
+    record["min_bid"] = record["dph_base"] + above_usd
+    result = vastai.parse(orjson.dumps(body), OBSERVED_AT)
+    spot = {(o.offer_id, o.pricing): o for o in result.offers}[(str(record["id"]), Pricing.SPOT)]
+    assert result.rejects == [] and spot.price_per_hour == pytest.approx(record["min_bid"])
 
 
 def test_rented_offer_is_listed_but_not_available():

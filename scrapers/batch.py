@@ -1,0 +1,294 @@
+"""`OfferBatch`: the one way offers are built, checked and handed over (see scrapers/models.py).
+
+Parsers add offers row by row or column by column; `finish` derives the price the provider did not
+quote, checks every invariant on whole columns and keys, and turns each provider record that
+breaks one into a `Reject` with its reason and the record as served.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from scrapers.models import (
+    CENT_TOLERANCE_USD,
+    INT32_MAX,
+    MAX_TEXT_CHARS,
+    OFFER_SCHEMA,
+    RELIABILITY_RANGE,
+    VRAM_GB_RANGE,
+    FormFactor,
+    ParseResult,
+    PriceQuotedPer,
+    Pricing,
+    Reject,
+)
+
+__all__ = ["OfferBatch", "arange"]
+
+_PARSER_FIELDS = frozenset(OFFER_SCHEMA.names) - {
+    "provider", "observed_at", "price_quoted_per", "gpu", "country", "continent", "eea", "eu",
+}  # fmt: skip
+"""What a parser may set; the batch sets the rest, the pipeline resolves gpu and place."""
+
+_RECORD = "_record"  # the position of the provider record a row came from
+_STAGED = pa.schema(
+    [
+        *(pa.field(f.name, pa.int64()) if f.name == "gpu_count" else f for f in OFFER_SCHEMA),
+        pa.field(_RECORD, pa.int64()),
+    ]
+)
+"""Rows as gathered: `gpu_count` stays 64-bit until the invariants have been checked."""
+
+
+def _number(name: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} is not a number: {value!r}")
+    return float(value)
+
+
+def _count(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} is not a whole number: {value!r}")
+    return value
+
+
+def _text(name: str, value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"{name} is not a string: {value!r}")
+
+
+def _flag(name: str, value: object) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    raise TypeError(f"{name} is not true/false: {value!r}")
+
+
+def _enum(kind: type[StrEnum]) -> Callable[[str, object], str | None]:
+    def convert(name: str, value: object) -> str | None:
+        return None if value is None else kind(value).value
+
+    return convert
+
+
+_CONVERT: dict[str, Callable[[str, Any], Any]] = {
+    **{f.name: _number for f in OFFER_SCHEMA if f.type == pa.float64()},
+    **{f.name: _text for f in OFFER_SCHEMA if f.type == pa.string()},
+    **{f.name: _flag for f in OFFER_SCHEMA if f.type == pa.bool_()},
+    "gpu_count": _count,
+    "pricing": _enum(Pricing),
+    "form_factor": _enum(FormFactor),
+}
+
+
+class OfferBatch:
+    """The offers of one payload, gathered then checked and handed over as one table.
+
+    `raw_of(i)` and `id_of(i)` give the provider's record number `i` as served and its id: a
+    reject always carries the provider's own record, whatever broke.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        observed_at: datetime,
+        *,
+        raw_of: Callable[[int], str],
+        id_of: Callable[[int], object],
+    ) -> None:
+        if not provider:
+            raise ValueError("provider must not be empty")
+        if observed_at.tzinfo is None or observed_at.utcoffset() is None:
+            raise ValueError("observed_at must be timezone-aware")
+        self.provider = provider
+        self.observed_at = observed_at.astimezone(UTC)
+        self._raw_of, self._id_of = raw_of, id_of
+        self._rows: dict[str, list[Any]] = {name: [] for name in _STAGED.names}
+        self._chunks: list[pa.Table] = []
+        self._rejects: list[tuple[int, str]] = []
+
+    def add(self, record: int, offers: Iterable[Mapping[str, Any]]) -> None:
+        """The offers of provider record `record`, each with `price_per_hour` (the provider
+        quotes the instance) or `price_per_gpu_hour` (it quotes one GPU), never both. Raises
+        (adding nothing) on a field of the wrong type, for the parser to `reject`."""
+        rows = [self._converted(offer) for offer in offers]
+        for row in rows:
+            row[_RECORD] = record
+            for name, values in self._rows.items():
+                values.append(row.get(name))
+
+    def _converted(self, offer: Mapping[str, Any]) -> dict[str, Any]:
+        unknown = set(offer) - _PARSER_FIELDS
+        if unknown:
+            raise ValueError(f"not offer fields a parser sets: {sorted(unknown)}")
+        row = {name: _CONVERT[name](name, value) for name, value in offer.items()}
+        quoted = [name for name in ("price_per_hour", "price_per_gpu_hour") if name in offer]
+        if len(quoted) != 1:
+            raise ValueError("an offer states one of price_per_hour, price_per_gpu_hour")
+        row["price_quoted_per"] = "instance" if quoted == ["price_per_hour"] else "gpu"
+        return row
+
+    def add_columns(
+        self, records: pa.Array, quoted: PriceQuotedPer, columns: Mapping[str, pa.Array]
+    ) -> None:
+        """Offers as columns (typed as in `OFFER_SCHEMA`), one row per element of `records`."""
+        n = len(records)
+        staged = {name: columns.get(name, pa.nulls(n, _STAGED.field(name).type)) for name in
+                  _STAGED.names}  # fmt: skip
+        staged["price_quoted_per"] = pa.repeat(pa.scalar(quoted), n)
+        staged[_RECORD] = records
+        self._chunks.append(pa.table(staged, schema=_STAGED))
+
+    def reject(self, record: int, reason: str) -> None:
+        self._rejects.append((record, reason))
+
+    def finish(self) -> ParseResult:
+        """Derive prices, check the invariants and keys; one table plus the rejected records."""
+        table = pa.concat_tables([pa.table(self._rows, schema=_STAGED), *self._chunks])
+        table = _with_constants(_with_prices(table.combine_chunks()), self)
+        problems = dict(self._rejects)
+        kept, bad = _checked(table)
+        problems.update({r: reason for r, reason in bad.items() if r not in problems})
+        kept = _without_records(kept, problems)
+        kept, dup = _deduplicated(kept)
+        problems.update({r: reason for r, reason in dup.items() if r not in problems})
+        kept = _without_records(kept, problems)
+        rejects = [
+            Reject(self.provider, _id_text(self._id_of(r)), reason, self._raw_of(r))
+            for r, reason in sorted(problems.items())
+        ]
+        offers = kept.drop_columns([_RECORD]).cast(OFFER_SCHEMA)
+        return ParseResult(offers, rejects)
+
+
+def _id_text(record_id: object) -> str | None:
+    return None if record_id is None else str(record_id)
+
+
+def _with_constants(table: pa.Table, batch: OfferBatch) -> pa.Table:
+    n = table.num_rows
+    for name, value in (("provider", batch.provider), ("observed_at", batch.observed_at)):
+        column = pa.repeat(pa.scalar(value, OFFER_SCHEMA.field(name).type), n)
+        table = table.set_column(table.schema.get_field_index(name), name, column)
+    return table
+
+
+def _with_prices(table: pa.Table) -> pa.Table:
+    """The price the provider did not quote, derived from the one it did (the only place)."""
+    count = table["gpu_count"]
+    count_ok = pc.fill_null(pc.and_(pc.greater(count, 0), pc.less_equal(count, INT32_MAX)), False)
+    gpus = pc.cast(pc.if_else(count_ok, count, 1), pa.float64())
+    per_instance = pc.equal(table["price_quoted_per"], "instance")
+    per_gpu = pc.if_else(
+        per_instance, pc.divide(table["price_per_hour"], gpus), table["price_per_gpu_hour"]
+    )
+    whole = pc.if_else(
+        per_instance, table["price_per_hour"], pc.multiply(table["price_per_gpu_hour"], gpus)
+    )
+    table = table.set_column(table.schema.get_field_index("price_per_hour"), "price_per_hour",
+                             whole)  # fmt: skip
+    return table.set_column(
+        table.schema.get_field_index("price_per_gpu_hour"), "price_per_gpu_hour", per_gpu
+    )
+
+
+def _between(values: pa.ChunkedArray, low: float, high: float) -> pa.ChunkedArray:
+    return pc.and_(pc.greater_equal(values, low), pc.less_equal(values, high))
+
+
+def _positive(values: pa.ChunkedArray) -> pa.ChunkedArray:
+    return pc.and_(pc.is_finite(values), pc.greater(values, 0))
+
+
+_CHECKS: tuple[tuple[str, Callable[[pa.Table], Any], bool, str], ...] = (
+    # (column shown, condition, null passes, what is wrong)
+    ("offer_id", lambda t: pc.greater(pc.utf8_length(t["offer_id"]), 0), False, "is empty"),
+    ("gpu_raw", lambda t: pc.greater(pc.utf8_length(t["gpu_raw"]), 0), False, "is empty"),
+    *((name, lambda t, name=name: pc.less_equal(pc.utf8_length(t[name]), MAX_TEXT_CHARS), True,
+       f"must be at most {MAX_TEXT_CHARS} characters")
+      for name in ("offer_id", "gpu_raw", "region", "tier")),
+    ("pricing", lambda t: pc.is_valid(t["pricing"]), False, "is missing"),
+    ("available", lambda t: pc.is_valid(t["available"]), False, "is missing"),
+    ("gpu_count", lambda t: _between(t["gpu_count"], 1, INT32_MAX), False,
+     f"must be a whole number of GPUs from 1 to {INT32_MAX}"),
+    ("price_per_hour", lambda t: _positive(t["price_per_hour"]), False,
+     "price must be positive and finite"),
+    ("price_per_gpu_hour", lambda t: _positive(t["price_per_gpu_hour"]), False,
+     "price must be positive and finite"),
+    ("price_per_hour", lambda t: pc.less_equal(pc.abs(pc.subtract(
+        pc.multiply(t["price_per_gpu_hour"], pc.cast(t["gpu_count"], pa.float64(), safe=False)),
+        t["price_per_hour"])), CENT_TOLERANCE_USD), False,
+     "does not match price_per_gpu_hour x gpu_count to the cent"),
+    ("vram_gb", lambda t: _between(t["vram_gb"], *VRAM_GB_RANGE), True,
+     "must be GB per GPU between 1 and 1024 (MiB read as GB?)"),
+    ("vcpus", lambda t: pc.greater_equal(t["vcpus"], 0), True, "must not be negative"),
+    ("ram_gb", lambda t: pc.greater_equal(t["ram_gb"], 0), True, "must not be negative"),
+    ("disk_gb", lambda t: pc.greater_equal(t["disk_gb"], 0), True, "must not be negative"),
+    ("reliability", lambda t: _between(t["reliability"], *RELIABILITY_RANGE), True,
+     "must be between 0 and 1"),
+)  # fmt: skip
+"""Every invariant of an offer, checked on whole columns."""
+
+
+def _shown(value: Any) -> str:
+    """A value as a reason quotes it: its repr, cut short (a name can be a megabyte)."""
+    text = repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text):,} characters)"
+
+
+def _checked(table: pa.Table) -> tuple[pa.Table, dict[int, str]]:
+    """The rows meeting every invariant, and the first broken one's reason per bad record."""
+    problems: dict[int, str] = {}
+    valid = None
+    for column, condition, null_passes, wrong in _CHECKS:
+        ok = pc.fill_null(condition(table), null_passes)
+        if not pc.all(ok).as_py():
+            bad = pc.invert(ok)
+            values = table[column].filter(bad).to_pylist()
+            for record, value in zip(table[_RECORD].filter(bad).to_pylist(), values, strict=True):
+                problems.setdefault(record, f"{column} {_shown(value)}: {wrong}")
+        valid = ok if valid is None else pc.and_(valid, ok)
+    return (table if valid is None else table.filter(valid)), problems
+
+
+def _without_records(table: pa.Table, records: Mapping[int, str]) -> pa.Table:
+    if not records or table.num_rows == 0:
+        return table
+    gone = pc.is_in(table[_RECORD], value_set=pa.array(list(records), pa.int64()))
+    return table.filter(pc.invert(gone))
+
+
+def _deduplicated(table: pa.Table) -> tuple[pa.Table, dict[int, str]]:
+    """Records repeating an earlier row's (offer_id, pricing) key: the first one stays."""
+    keys = ["offer_id", "pricing"]
+    if table.select(keys).group_by(keys, use_threads=False).aggregate([]).num_rows == len(table):
+        return table, {}
+    indexed = table.select(keys).append_column("row", arange(table.num_rows))
+    first = indexed.group_by(keys, use_threads=False).aggregate([("row", "min")])
+    later = pc.invert(pc.is_in(indexed["row"], value_set=first["row_min"]))
+    duplicates = table.filter(later)
+    reasons = {
+        record: f"duplicate offer_id {offer_id!r} ({pricing})"
+        for record, offer_id, pricing in zip(
+            duplicates[_RECORD].to_pylist(),
+            duplicates["offer_id"].to_pylist(),
+            duplicates["pricing"].to_pylist(),
+            strict=True,
+        )
+    }
+    return table, reasons
+
+
+def arange(n: int) -> pa.Array:
+    """0, 1, ..., n - 1 as int64, without a Python int per element."""
+    if n == 0:
+        return pa.array([], pa.int64())
+    return pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), n)), 1)
