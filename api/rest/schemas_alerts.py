@@ -201,14 +201,7 @@ def alert_out(status: AlertStatus) -> AlertOut:
         disabled_reason=rule.disabled_reason,
         evaluation_error=rule.evaluation_error,
         evaluation_error_at=rule.evaluation_error_at,
-        state=AlertStateOut(
-            armed=state.armed,
-            last_value=state.last_value,
-            last_fired_at=state.last_fired_at,
-            evaluated_at=state.evaluated_at,
-        )
-        if state is not None
-        else None,
+        state=AlertStateOut.model_validate(state, from_attributes=True) if state else None,
     )
 
 

@@ -305,40 +305,11 @@ class ModelsPage(BaseModel):
 
 
 def memory_out(memory: MemoryEstimate) -> MemoryOut:
-    b = memory.breakdown
-    return MemoryOut(
-        n_gpus=memory.n_gpus,
-        sharding=memory.sharding,
-        layout=memory.layout,
-        per_gpu_gib=memory.per_gpu_gib,
-        states_gib=memory.states_gib,
-        breakdown=BreakdownOut(
-            weights=b.weights,
-            gradients=b.gradients,
-            optimizer=b.optimizer,
-            activations=b.activations,
-            logits=b.logits,
-            overhead=b.overhead,
-        ),
-    )
+    return MemoryOut.model_validate(memory, from_attributes=True)
 
 
 def _quote_out(quote: Quote) -> QuoteOut:
-    return QuoteOut(
-        offer=OfferOut.model_validate(quote.offer),
-        gpus=quote.gpus,
-        hours=quote.hours,
-        hours_range=quote.hours_range,
-        cost_usd=quote.cost_usd,
-        cost_range_usd=quote.cost_range_usd,
-        memory_per_gpu_gib=quote.memory_per_gpu_gib,
-        headroom=quote.headroom,
-        interruption_risk=quote.interruption_risk,
-        notes=list(quote.notes),
-        tokens_per_s=quote.tokens_per_s,
-        layout=quote.layout,
-        form_factor=quote.form_factor,
-    )
+    return QuoteOut.model_validate(quote, from_attributes=True)
 
 
 def quotes_out(result: QuoteResult) -> QuotesOut:

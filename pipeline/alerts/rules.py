@@ -76,36 +76,34 @@ def new_rule_id() -> str:
     return f"alr_{uuid.uuid4().hex[:24]}"
 
 
+_STORED_AS_IS = (
+    "rule_id",
+    "url",
+    "secret",
+    "band",
+    "created_at",
+    "disabled_at",
+    "disabled_reason",
+    "evaluation_error",
+    "evaluation_error_at",
+)
+"""Fields a rule and its stored row share; the condition and cooldown are converted."""
+
+
 def rule_from_row(row: RuleRow) -> AlertRule:
     return AlertRule(
-        rule_id=row.rule_id,
-        url=row.url,
         condition=Condition.from_json(row.condition_json),
-        band=row.band,
         cooldown=timedelta(seconds=row.cooldown_s),
-        created_at=row.created_at,
-        disabled_at=row.disabled_at,
-        disabled_reason=row.disabled_reason,
-        evaluation_error=row.evaluation_error,
-        evaluation_error_at=row.evaluation_error_at,
-        secret=row.secret,
+        **{name: getattr(row, name) for name in _STORED_AS_IS},
     )
 
 
 def rule_to_row(rule: AlertRule) -> RuleRow:
     return RuleRow(
-        rule_id=rule.rule_id,
         kind=str(rule.condition.kind),
-        url=rule.url,
-        secret=rule.secret,
         condition_json=rule.condition.to_json(),
-        band=rule.band,
         cooldown_s=rule.cooldown.total_seconds(),
-        created_at=rule.created_at,
-        disabled_at=rule.disabled_at,
-        disabled_reason=rule.disabled_reason,
-        evaluation_error=rule.evaluation_error,
-        evaluation_error_at=rule.evaluation_error_at,
+        **{name: getattr(rule, name) for name in _STORED_AS_IS},
     )
 
 

@@ -9,6 +9,7 @@ price above the same machine's on-demand price is a market fact and stays (issue
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
+from functools import cache
 from typing import Any
 
 import pyarrow as pa
@@ -22,26 +23,11 @@ __all__ = ["normalize"]
 
 
 class _Memo:
-    """Catalog and location look-ups, once per distinct key."""
+    """Catalog and location look-ups, once per distinct key (for one run)."""
 
     def __init__(self, catalog: Catalog, locator: Locator) -> None:
-        self._catalog, self._locator = catalog, locator
-        self._gpus: dict[tuple[str, float | None], Resolution] = {}
-        self._places: dict[tuple[str, str | None], Location] = {}
-
-    def resolve(self, gpu_raw: str, vram_gb: float | None) -> Resolution:
-        key = (gpu_raw, vram_gb)
-        found = self._gpus.get(key)
-        if found is None:
-            found = self._gpus[key] = self._catalog.resolve(gpu_raw, vram_gb)
-        return found
-
-    def locate(self, provider: str, region: str | None) -> Location:
-        key = (provider, region)
-        found = self._places.get(key)
-        if found is None:
-            found = self._places[key] = self._locator.locate(provider, region)
-        return found
+        self.resolve: Callable[[str, float | None], Resolution] = cache(catalog.resolve)
+        self.locate: Callable[[str, str | None], Location] = cache(locator.locate)
 
 
 def normalize(result: ParseResult, catalog: Catalog, locator: Locator | None = None) -> ParseResult:
