@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
@@ -16,7 +16,7 @@ import duckdb
 from warehouse import lake as _lake
 from warehouse import leases as _leases
 from warehouse.errors import DatabaseLockedError, MigrationError, WarehouseError
-from warehouse.target import LakeTarget, Target, parse_target
+from warehouse.target import LakeTarget, Target, parse_target, redacted
 
 __all__ = ["Warehouse", "translate_error"]
 
@@ -40,7 +40,7 @@ def translate_error(exc: duckdb.Error, path: str) -> WarehouseError:
             f"`gpuprices serve`) or point --db / GPUPRICES_DB at another file"
         )
     first_line = message.splitlines()[0] if message else type(exc).__name__
-    return WarehouseError(f"Database {path}: {first_line}")
+    return WarehouseError(redacted(f"Database {path}: {first_line}"))
 
 
 def _migrations() -> list[tuple[int, str, str]]:
@@ -133,22 +133,25 @@ class Warehouse:
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """Commit everything done inside, or roll it all back and re-raise.
 
-        On a lake the block holds the cluster write lock: one writer at a time, cluster-wide.
+        On a lake the block holds the cluster write lock: one writer at a time, cluster-wide. A
+        lock lost meanwhile (PostgreSQL restarted) fails the transaction instead of committing it.
         """
-        with self._write_lock, self.exclusive(_lake.WRITE_LOCK), self.cursor() as cur:
+        with self._write_lock, self.exclusive(_lake.WRITE_LOCK) as confirm, self.cursor() as cur:
             cur.begin()
             try:
                 yield cur
+                confirm()
             except BaseException:
-                cur.rollback()
+                with suppress(duckdb.Error):  # the catalog connection broke: nothing committed
+                    cur.rollback()
                 raise
             cur.commit()
 
-    def exclusive(self, name: str) -> AbstractContextManager[None]:
+    def exclusive(self, name: str) -> AbstractContextManager[Callable[[], None]]:
         """A lock named `name` across every process on this lake (nothing for a file, which
-        one process holds)."""
+        one process holds). The block gets `confirm()`, which raises once the lock is lost."""
         if self.lake is None:
-            return nullcontext()
+            return nullcontext(_held)
         return _lake.cluster_lock(self.lake.conninfo, name)
 
     def take_lease(self, name: str, holder: str, ttl: timedelta) -> bool:
@@ -200,6 +203,10 @@ class Warehouse:
             logger.info("applied migration %s", name)
             applied.append(name)
         return applied
+
+
+def _held() -> None:
+    """`confirm` of a file's lock, which its one process never loses."""
 
 
 def _applied(cur: duckdb.DuckDBPyConnection, version: int) -> bool:

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -78,3 +79,18 @@ def start_node(name: str, args: list[str], env: dict[str, str], logs: Path) -> N
             command, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT
         )
     return Node(name, port, log, process)
+
+
+def open_when_all_are_ready(url: str, data_path: str, ready: Any, results: Any) -> None:
+    """In a child process: wait at the barrier `ready`, then open (create, migrate) the lake.
+
+    Puts the schema version it sees on `results`, or the error's text.
+    """
+    from warehouse import Warehouse, WarehouseError
+
+    ready.wait()
+    try:
+        with Warehouse.open(url, data_path=data_path) as warehouse:
+            results.put(warehouse.schema_version())
+    except WarehouseError as exc:
+        results.put(str(exc))
