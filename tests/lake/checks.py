@@ -96,3 +96,4 @@ def assert_consistent(warehouse: Warehouse) -> None:
     assert doubled_runs(warehouse) == 0
     assert overlapping_runs(warehouse) == 0
     assert missing_data_files(warehouse) == []
+

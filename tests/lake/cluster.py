@@ -94,3 +94,37 @@ def open_when_all_are_ready(url: str, data_path: str, ready: Any, results: Any) 
             results.put(warehouse.schema_version())
     except WarehouseError as exc:
         results.put(str(exc))
+
+
+_COMMIT_WAITER = """
+SELECT a.application_name, a.query LIKE '%ducklake_data_file%'
+FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+WHERE NOT l.granted AND l.locktype = 'relation' AND l.relation = 'ducklake_snapshot'::regclass
+"""
+"""Nodes whose DuckLake commit waits on the snapshot table, and whether it adds Parquet files
+(a snapshot's offers; alert and webhook rows are few enough to be inlined in the catalog)."""
+
+
+def kill_while_committing(node: Node, conninfo: str, timeout_s: float) -> None:
+    """SIGKILL `node` while a DuckLake commit of its own that adds Parquet files (a run's
+    offers) waits in PostgreSQL: the files are written, the catalog transaction is not done.
+
+    The test holds DuckLake's snapshot table (`LOCK ... IN EXCLUSIVE MODE`: readers pass,
+    commits wait) until a commit waits on it; another node's commit is let through and the
+    next one awaited. Each node's catalog connection names it (`application_name`).
+    """
+    import psycopg
+
+    started = time.monotonic()
+    with psycopg.connect(conninfo, autocommit=True) as watcher:
+        while time.monotonic() - started < timeout_s:
+            with psycopg.connect(conninfo) as blocker:
+                blocker.execute("LOCK TABLE ducklake_snapshot IN EXCLUSIVE MODE")
+                waiting: list[str] = []
+                while not waiting and time.monotonic() - started < timeout_s:
+                    time.sleep(0.1)
+                    waiting = [row[0] for row in watcher.execute(_COMMIT_WAITER)]
+                if node.name in waiting:
+                    node.stop(signal.SIGKILL)
+                    return
+    raise AssertionError(f"{node.name} did not commit within {timeout_s}s")

@@ -65,7 +65,10 @@ class Postgres:
         )
 
     def start(self) -> None:
-        options = f"-h 127.0.0.1 -p {self.port} -k {self.root} -c fsync=off -c max_connections=200"
+        options = (
+            f"-h 127.0.0.1 -p {self.port} -k {self.root} -c fsync=off -c max_connections=200 "
+            "-c track_activity_query_size=65536"  # whole DuckLake commits in pg_stat_activity
+        )
         self._pg_ctl("-o", options, "-l", str(self.root / "log"), "start")
 
     def stop(self) -> None:
