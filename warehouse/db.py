@@ -22,6 +22,8 @@ __all__ = ["Warehouse", "translate_error"]
 
 logger = logging.getLogger(__name__)
 
+ORPHAN_AGE = timedelta(days=1)
+"""Parquet files on a lake that no snapshot lists are deleted once this old (`checkpoint`)."""
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _SCHEMA_VERSION_DDL = (
     "CREATE TABLE IF NOT EXISTS schema_version "
@@ -153,6 +155,25 @@ class Warehouse:
         if self.lake is None:
             return nullcontext(_held)
         return _lake.cluster_lock(self.lake.conninfo, name)
+
+    def checkpoint(self, now: datetime) -> int:
+        """Let storage reclaim what was deleted; the number of orphaned files removed.
+
+        A file: DuckDB reuses its freed blocks, so it stops growing. A lake: DuckLake's
+        maintenance (inlined rows flushed to Parquet, small files merged), then the Parquet files
+        no snapshot lists that are older than `ORPHAN_AGE` (left by a writer killed before its
+        commit) are deleted. Under the cluster write lock: no other writer is mid-commit, and its
+        files are never taken for orphans.
+        """
+        with self._write_lock, self.exclusive(_lake.WRITE_LOCK), self.cursor() as cur:
+            cur.execute("CHECKPOINT")
+            if self.lake is None:
+                return 0
+            deleted = cur.execute(
+                "SELECT count(*) FROM ducklake_delete_orphaned_files(?, older_than => ?)",
+                [_lake.LAKE_ALIAS, now - ORPHAN_AGE],
+            ).fetchone()
+        return int(deleted[0]) if deleted else 0
 
     def take_lease(self, name: str, holder: str, ttl: timedelta) -> bool:
         """Take or renew lease `name` for `ttl`; False while another holder has it.

@@ -68,23 +68,22 @@ def overlapping_runs(warehouse: Warehouse) -> int:
     return int(row[0]) if row else 0
 
 
-def missing_data_files(warehouse: Warehouse) -> list[str]:
-    """Data files the lake's current snapshot lists that are not on disk."""
+def listed_files(warehouse: Warehouse) -> list[Path]:
+    """The data files the lake's current snapshot lists, over every table."""
     with warehouse.cursor() as cur:
-        tables = [
-            name
-            for (name,) in cur.execute(
-                "SELECT table_name FROM duckdb_tables() WHERE database_name = 'lake'"
-            ).fetchall()
-        ]
-        listed = [
-            path
+        tables = [row[0] for row in cur.execute("SHOW TABLES").fetchall()]
+        return [
+            Path(row[0])
             for table in tables
-            for (path,) in cur.execute(
+            for row in cur.execute(
                 "SELECT data_file FROM ducklake_list_files('lake', ?)", [table]
             ).fetchall()
         ]
-    return [path for path in listed if not Path(path).is_file()]
+
+
+def missing_data_files(warehouse: Warehouse) -> list[Path]:
+    """Data files the lake's current snapshot lists that are not on disk."""
+    return [path for path in listed_files(warehouse) if not path.is_file()]
 
 
 def assert_consistent(warehouse: Warehouse) -> None:

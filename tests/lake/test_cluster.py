@@ -125,7 +125,7 @@ def test_two_collectors_and_two_api_replicas_started_at_once_on_an_empty_lake(
                 LEASE_TTL_S * 4,
                 "the second collector to take over",
             )
-            assert took <= LEASE_TTL_S + LEASE_TTL_S / 3 + 2  # expiry + one renewal + slack
+            assert took <= LEASE_TTL_S + 2  # within one lease time (+ slack for a loaded machine)
             before = {p: second.runs(p) for p in FIRST}
             wait_until(
                 lambda: all(second.runs(p) >= before[p] + 2 for p in FIRST),

@@ -12,15 +12,19 @@ import errno
 import os
 import subprocess
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.lake.checks import assert_consistent
+from pipeline.history import prune
+from tests.lake.checks import assert_consistent, listed_files
 from tests.lake.test_faults import collect, runs
 from warehouse import Warehouse
+from warehouse.db import ORPHAN_AGE
 
 SIZE = "8m"
+RETENTION = timedelta(days=90)
 CHUNK_BYTES = 64 * 1024
 
 
@@ -60,6 +64,10 @@ def fill(path: Path) -> Path:
     return path
 
 
+def parquet_files(root: Path) -> list[Path]:
+    return list(root.rglob("*.parquet"))
+
+
 def served_run_ids(warehouse: Warehouse) -> set[str]:
     with warehouse.cursor() as cur:
         return {row[0] for row in cur.execute("SELECT run_id FROM current_offers").fetchall()}
@@ -83,6 +91,15 @@ def test_a_full_data_path_fails_the_run_with_its_reason_and_the_next_run_stores(
         [stored] = collect(warehouse, "vastai")
         assert stored.status == "ok"
         assert served_run_ids(warehouse) == {stored.run_id}
+        assert_consistent(warehouse)
+
+        # The refused run's partial file, which no snapshot lists, goes once a day old.
+        [partial] = set(parquet_files(small_filesystem)) - set(listed_files(warehouse))
+        assert prune(warehouse, datetime.now(UTC), RETENTION)["orphaned_files"] == 0  # too new
+        day_old = (datetime.now(UTC) - ORPHAN_AGE - timedelta(hours=1)).timestamp()
+        os.utime(partial, (day_old, day_old))
+        assert prune(warehouse, datetime.now(UTC), RETENTION)["orphaned_files"] == 1
+        assert sorted(parquet_files(small_filesystem)) == sorted(listed_files(warehouse))
         assert_consistent(warehouse)
 
 
