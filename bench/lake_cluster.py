@@ -24,6 +24,7 @@ from fastapi.testclient import TestClient
 
 from api.main import create_app
 from pipeline.collect import run_collection
+from pipeline.leases import RENEWALS_PER_TTL
 from pipeline.settings import Settings
 from warehouse import Warehouse
 
@@ -178,8 +179,10 @@ def agreement_seconds(server_conninfo: str, snapshots: int) -> list[float]:
 
 
 def report(server_conninfo: str, lease_ttl_s: float, rounds: int, snapshots: int) -> None:
-    print(f"\nstandby takeover, lease {lease_ttl_s:g} s (renewed every {lease_ttl_s / 3:g} s), "
-          f"{rounds} rounds, collector SIGKILLed:")
+    period_s = lease_ttl_s / RENEWALS_PER_TTL
+    print(f"\nstandby takeover, lease_ttl {lease_ttl_s:g} s (leases of "
+          f"{lease_ttl_s - period_s:.3g} s renewed every {period_s:.3g} s), {rounds} rounds, "
+          "collector SIGKILLed once both collect:")
     taken, stored = zip(*(takeover_seconds(server_conninfo, lease_ttl_s) for _ in range(rounds)),
                         strict=True)
     for label, values in (("leases taken", taken), ("first runs stored", stored)):
