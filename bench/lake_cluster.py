@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -28,13 +24,9 @@ from pipeline.leases import RENEWALS_PER_TTL
 from pipeline.settings import Settings
 from warehouse import Warehouse
 
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
-REPLAYS = {
-    "vastai": FIXTURES / "vastai_bundles.json",
-    "runpod": FIXTURES / "runpod_catalog_v2.json",
-    "lambda": FIXTURES / "lambda_instance_types.json",
-    "coreweave": FIXTURES / "coreweave_pricing.html",
-}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: tests.lake
+from tests.lake.cluster import REPLAYS, start_node, wait_until, write_config  # noqa: E402
+
 FIRST, SECOND = ("vastai", "runpod"), ("lambda", "coreweave")
 INTERVAL_S = 2
 POLL_S = 0.02
@@ -53,56 +45,6 @@ def new_lake(server_conninfo: str, data_root: Path) -> tuple[str, Path]:
     return f"dbname={name} {conninfo}", data_root / name
 
 
-def _until(condition: Callable[[], bool], timeout_s: float, what: str) -> float:
-    """Seconds until `condition` holds (polled every POLL_S)."""
-    started = time.monotonic()
-    while not condition():
-        if time.monotonic() - started > timeout_s:
-            raise SystemExit(f"timed out after {timeout_s}s waiting for {what}")
-        time.sleep(POLL_S)
-    return time.monotonic() - started
-
-
-@dataclass
-class _Collector:
-    log: Path
-    process: subprocess.Popen[bytes]
-
-    def logged(self, needle: str) -> bool:
-        return needle in self.log.read_text(errors="replace")
-
-
-def _start_collector(
-    name: str, own: tuple[str, ...], standby: tuple[str, ...], env: dict[str, str], tmp: Path
-) -> _Collector:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    log = tmp / f"{name}.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "api", "serve", "--port", str(port),
-             "--role", "collector", "--providers", ",".join(own)],
-            env={**os.environ, **env, "GPUPRICES_STANDBY_FOR": ",".join(standby)},
-            stdout=out, stderr=subprocess.STDOUT,
-        )
-    return _Collector(log, process)
-
-
-def _config(tmp: Path, lease_ttl_s: float) -> Path:
-    replay_dir = tmp / "replays"
-    replay_dir.mkdir(exist_ok=True)
-    for provider, body in REPLAYS.items():
-        (replay_dir / f"{provider}{body.suffix}").write_bytes(body.read_bytes())
-    intervals = ", ".join(f'{p} = "{INTERVAL_S}s"' for p in REPLAYS)
-    path = tmp / "gpuprices.toml"
-    path.write_text(
-        f'replay_dir = "{replay_dir}"\nlease_ttl = "{lease_ttl_s}s"\njitter_s = 0\n'
-        f"intervals = {{ {intervals} }}\n"
-    )
-    return path
-
-
 def takeover_seconds(server_conninfo: str, lease_ttl_s: float) -> tuple[float, float]:
     """One round: two collectors on a new lake; the first SIGKILLed once both collect.
 
@@ -115,36 +57,40 @@ def takeover_seconds(server_conninfo: str, lease_ttl_s: float) -> tuple[float, f
         env = {
             "GPUPRICES_WAREHOUSE": f"ducklake:postgres:{conninfo}",
             "GPUPRICES_LAKE_DATA_PATH": str(data_path),
-            "GPUPRICES_CONFIG": str(_config(tmp, lease_ttl_s)),
+            "GPUPRICES_CONFIG": str(write_config(tmp, lease_ttl_s, INTERVAL_S)),
         }
-        first = _start_collector("first", FIRST, SECOND, env, tmp)
-        second = _start_collector("second", SECOND, FIRST, env, tmp)
+        first, second = (
+            start_node(
+                label,
+                ["--role", "collector", "--providers", ",".join(own)],
+                {**env, "GPUPRICES_STANDBY_FOR": ",".join(standby)},
+                tmp,
+            )
+            for label, own, standby in (("first", FIRST, SECOND), ("second", SECOND, FIRST))
+        )
         try:
-            _until(
-                lambda: all(first.logged(f"run provider={p} status=ok") for p in FIRST)
-                and all(second.logged(f"run provider={p} status=ok") for p in SECOND),
+            wait_until(
+                lambda: all(first.runs(p) for p in FIRST) and all(second.runs(p) for p in SECOND),
                 120,
                 "both collectors to store a run",
             )
-            before = {p: second.log.read_text().count(f"run provider={p} status=ok") for p in FIRST}
-            first.process.send_signal(signal.SIGKILL)
-            took = _until(
-                lambda: all(second.logged(f"lease collect:{p} taken") for p in FIRST),
+            before = {p: second.runs(p) for p in FIRST}
+            first.stop(signal.SIGKILL)
+            took = wait_until(
+                lambda: all(second.lines(f"lease collect:{p} taken") for p in FIRST),
                 lease_ttl_s * 4 + 30,
                 "the standby to take the leases",
+                POLL_S,
             )
-            stored = took + _until(
-                lambda: all(
-                    second.log.read_text().count(f"run provider={p} status=ok") > before[p]
-                    for p in FIRST
-                ),
+            stored = took + wait_until(
+                lambda: all(second.runs(p) > before[p] for p in FIRST),
                 60,
                 "the standby to store the taken providers",
+                POLL_S,
             )
         finally:
             for node in (first, second):
-                node.process.kill()
-                node.process.wait()
+                node.stop(signal.SIGKILL)
     return took, stored
 
 
@@ -173,7 +119,9 @@ def agreement_seconds(server_conninfo: str, snapshots: int) -> list[float]:
                     offers = replica.get("/offers").json()["offers"]
                     return {o["run_id"] for o in offers} == {run_id}
 
-                _until(lambda: serves_it(one) and serves_it(two), 30, "the replicas to agree")
+                wait_until(
+                    lambda: serves_it(one) and serves_it(two), 30, "the replicas to agree", POLL_S
+                )
                 delays.append(time.monotonic() - committed)
     return delays
 

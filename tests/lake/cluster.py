@@ -1,8 +1,10 @@
-"""Helpers for the cluster test: `gpuprices serve` processes on one lake, and their logs."""
+"""Helpers for the cluster tests (and bench/lake.py): `gpuprices serve` processes on one lake,
+their logs, and the recorded bodies they replay."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -15,6 +17,15 @@ from typing import Any
 
 import httpx
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+REPLAYS = {
+    "vastai": FIXTURES / "vastai_bundles.json",
+    "runpod": FIXTURES / "runpod_catalog_v2.json",
+    "lambda": FIXTURES / "lambda_instance_types.json",
+    "coreweave": FIXTURES / "coreweave_pricing.html",
+}
+"""One recorded body per provider."""
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -22,13 +33,15 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> float:
+def wait_until(
+    condition: Callable[[], bool], timeout_s: float, what: str, poll_s: float = 0.2
+) -> float:
     """Poll `condition`; the seconds it took. Fails the test after `timeout_s`."""
     started = time.monotonic()
     while time.monotonic() - started < timeout_s:
         if condition():
             return time.monotonic() - started
-        time.sleep(0.2)
+        time.sleep(poll_s)
     raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
 
 
@@ -68,6 +81,25 @@ class Node:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+def write_config(directory: Path, lease_ttl_s: float, interval_s: float) -> Path:
+    """A `GPUPRICES_CONFIG` file: every provider replayed from `REPLAYS` every `interval_s`."""
+    replay_dir = directory / "replays"
+    replay_dir.mkdir(exist_ok=True)
+    for provider, body in REPLAYS.items():
+        shutil.copy(body, replay_dir / f"{provider}{body.suffix}")
+    intervals = ", ".join(f'{p} = "{interval_s:g}s"' for p in REPLAYS)
+    path = directory / "gpuprices.toml"
+    path.write_text(
+        f'replay_dir = "{replay_dir}"\n'
+        f'lease_ttl = "{lease_ttl_s:g}s"\n'
+        "jitter_s = 0\n"
+        "allow_private_webhooks = true\n"
+        'webhook_poll = "1s"\n'
+        f"intervals = {{ {intervals} }}\n"
+    )
+    return path
 
 
 def start_node(name: str, args: list[str], env: dict[str, str], logs: Path) -> Node:

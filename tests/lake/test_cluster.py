@@ -4,7 +4,6 @@ one collector killed in the middle of a commit."""
 
 from __future__ import annotations
 
-import shutil
 import signal
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -15,8 +14,14 @@ from pipeline.alerts import AlertKind, AlertSpec, Condition, create_alert
 from pipeline.settings import Settings
 from scrapers.models import Pricing
 from tests.lake.checks import assert_consistent, observation_totals
-from tests.lake.cluster import Node, kill_while_committing, start_node, wait_until
-from tests.lake.test_backend import REPLAYS
+from tests.lake.cluster import (
+    REPLAYS,
+    Node,
+    kill_while_committing,
+    start_node,
+    wait_until,
+    write_config,
+)
 from tests.pipeline.alerts_receiver import receiving
 from warehouse import Warehouse
 
@@ -25,24 +30,6 @@ INTERVAL_S = 2
 ALL = {"include_unavailable": "true"}
 FIRST = ("vastai", "runpod")
 SECOND = ("lambda", "coreweave")
-
-
-def config(tmp_path: Path) -> Path:
-    replay_dir = tmp_path / "replays"
-    replay_dir.mkdir()
-    for provider, body in REPLAYS.items():
-        shutil.copy(body, replay_dir / f"{provider}{body.suffix}")
-    intervals = ", ".join(f'{p} = "{INTERVAL_S}s"' for p in REPLAYS)
-    path = tmp_path / "gpuprices.toml"
-    path.write_text(
-        f'replay_dir = "{replay_dir}"\n'
-        f'lease_ttl = "{LEASE_TTL_S}s"\n'
-        "jitter_s = 0\n"
-        "allow_private_webhooks = true\n"
-        'webhook_poll = "1s"\n'
-        f"intervals = {{ {intervals} }}\n"
-    )
-    return path
 
 
 def comparable(answer: dict) -> dict:
@@ -55,7 +42,7 @@ def comparable(answer: dict) -> dict:
 def test_two_collectors_and_two_api_replicas_started_at_once_on_an_empty_lake(
     lake, tmp_path: Path
 ):
-    cfg = config(tmp_path)
+    cfg = write_config(tmp_path, LEASE_TTL_S, INTERVAL_S)
 
     def env(name: str) -> dict[str, str]:
         return {

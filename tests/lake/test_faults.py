@@ -19,8 +19,7 @@ from pipeline.collect import run_collection
 from pipeline.freshness import STATUS_TTL_S
 from pipeline.settings import Settings
 from tests.lake.checks import assert_consistent
-from tests.lake.cluster import open_when_all_are_ready, wait_until
-from tests.lake.test_backend import REPLAYS
+from tests.lake.cluster import REPLAYS, open_when_all_are_ready, wait_until
 from warehouse import RunRow, Warehouse, WarehouseError
 from warehouse.queries import insert_run
 
