@@ -143,7 +143,8 @@ def _collect_one(
         return _logged(stored("failed", f"{type(exc).__name__}: {exc}"))
     if should_stop():
         logger.info(
-            "run provider=%s status=abandoned (shutting down before its write)", provider.NAME
+            "run provider=%s status=abandoned (stopping, or lease lost, before its write)",
+            provider.NAME,
         )
         return None
     return _logged(stored("ok", None, result))
