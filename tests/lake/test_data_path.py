@@ -42,7 +42,10 @@ def small_filesystem(tmp_path: Path) -> Iterator[Path]:
     except FileNotFoundError as exc:
         mounted = subprocess.CompletedProcess([], 1, "", str(exc))
     if mounted.returncode != 0:
-        message = f"cannot mount a tmpfs to refuse writes: {mounted.stderr.strip()}"
+        message = (
+            "cannot mount a tmpfs to refuse writes (needs root with CAP_SYS_ADMIN; mount exited "
+            f"{mounted.returncode}): {mounted.stderr.strip()}"
+        )
         if os.environ.get("CI"):
             pytest.fail(f"{message} (the data path fault tests must run in CI)", pytrace=False)
         pytest.skip(message)
