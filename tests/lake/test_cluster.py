@@ -25,7 +25,8 @@ from tests.lake.cluster import (
 from tests.pipeline.alerts_receiver import receiving
 from warehouse import Warehouse
 
-LEASE_TTL_S = 3
+LEASE_TTL_S = 5
+"""Also the standby warm-up: long enough for the slower collector to start (they start together)."""
 INTERVAL_S = 2
 ALL = {"include_unavailable": "true"}
 FIRST = ("vastai", "runpod")
