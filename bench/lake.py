@@ -1,10 +1,13 @@
-"""Lake benchmark: ingest, /offers and /prices/history on a DuckLake beside the embedded file.
+"""Lake benchmark: ingest, /offers and /prices/history on a DuckLake beside the embedded file;
+then the cluster's figures (`lake_cluster.py`): standby takeover time after a collector is
+SIGKILLed, and how long after a commit two API replicas agree.
 
 The same seeded snapshots go into both, in the same run; each figure is printed with its ratio
 (lake / file). The lake's catalog is a throwaway PostgreSQL cluster started here (Debian's
-`postgresql` package, as root run as the `postgres` user) unless `--catalog` names one.
+`postgresql` package, as root run as the `postgres` user) unless `--catalog` names one (the
+cluster figures then create databases on its server: the role needs CREATEDB).
 
-    .venv/bin/python bench/lake.py --snapshots 48 --offers 2000
+    .venv/bin/python bench/lake.py --snapshots 48 --offers 2000 --lease-ttl 5 --takeovers 3
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import shutil
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -34,6 +38,9 @@ from pipeline.settings import Settings
 from scrapers.models import OFFER_SCHEMA
 from warehouse import RunRow, Warehouse
 from warehouse.queries import insert_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from lake_cluster import report as cluster_report  # noqa: E402
 
 PROVIDERS = ("vastai", "runpod", "lambda", "coreweave")
 GPUS = ("H100-80GB", "A100-80GB", "L40S", "RTX 4090", "H200")
@@ -149,6 +156,9 @@ def main() -> None:
     parser.add_argument("--offers", type=int, default=2000, help="per snapshot")
     parser.add_argument("--catalog", help="libpq conninfo of an empty PostgreSQL database")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--lease-ttl", type=float, default=5.0, help="seconds, for takeovers")
+    parser.add_argument("--takeovers", type=int, default=3, help="collector kills to time")
+    parser.add_argument("--agreements", type=int, default=5, help="commits to time replicas on")
     args = parser.parse_args()
     print(f"python {platform.python_version()}  duckdb {duckdb.__version__}  cpus {os.cpu_count()}")
     rng = random.Random(args.seed)
@@ -177,6 +187,11 @@ def main() -> None:
                     "ingest rows/s": len(batches) * args.offers / sum(stored),
                     **serve_times(settings, wh, start),
                 }
+        print_comparison(results)
+        cluster_report(catalog, args.lease_ttl, args.takeovers, args.agreements)
+
+
+def print_comparison(results: dict[str, dict[str, float]]) -> None:
     print(f"{'':24} {'file':>10} {'lake':>10} {'lake/file':>10}")
     for key, file_value in results["file"].items():
         lake_value = results["lake"][key]

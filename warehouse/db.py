@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
@@ -16,12 +16,14 @@ import duckdb
 from warehouse import lake as _lake
 from warehouse import leases as _leases
 from warehouse.errors import DatabaseLockedError, MigrationError, WarehouseError
-from warehouse.target import LakeTarget, Target, parse_target
+from warehouse.target import LakeTarget, Target, parse_target, redacted
 
 __all__ = ["Warehouse", "translate_error"]
 
 logger = logging.getLogger(__name__)
 
+ORPHAN_AGE = timedelta(days=1)
+"""Parquet files on a lake that no snapshot lists are deleted once this old (`checkpoint`)."""
 _MIGRATION_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 _SCHEMA_VERSION_DDL = (
     "CREATE TABLE IF NOT EXISTS schema_version "
@@ -40,7 +42,7 @@ def translate_error(exc: duckdb.Error, path: str) -> WarehouseError:
             f"`gpuprices serve`) or point --db / GPUPRICES_DB at another file"
         )
     first_line = message.splitlines()[0] if message else type(exc).__name__
-    return WarehouseError(f"Database {path}: {first_line}")
+    return WarehouseError(redacted(f"Database {path}: {first_line}"))
 
 
 def _migrations() -> list[tuple[int, str, str]]:
@@ -136,24 +138,46 @@ class Warehouse:
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """Commit everything done inside, or roll it all back and re-raise.
 
-        On a lake the block holds the cluster write lock: one writer at a time, cluster-wide.
+        On a lake the block holds the cluster write lock: one writer at a time, cluster-wide. A
+        lock lost meanwhile (PostgreSQL restarted) fails the transaction instead of committing it.
         """
-        with self._write_lock, self.exclusive(_lake.WRITE_LOCK), self.cursor() as cur:
+        with self._write_lock, self.exclusive(_lake.WRITE_LOCK) as confirm, self.cursor() as cur:
             cur.begin()
             try:
                 yield cur
+                confirm()
             except BaseException:
-                cur.rollback()
+                with suppress(duckdb.Error):  # the catalog connection broke: nothing committed
+                    cur.rollback()
                 raise
             cur.commit()
             self.generation += 1
 
-    def exclusive(self, name: str) -> AbstractContextManager[None]:
+    def exclusive(self, name: str) -> AbstractContextManager[Callable[[], None]]:
         """A lock named `name` across every process on this lake (nothing for a file, which
-        one process holds)."""
+        one process holds). The block gets `confirm()`, which raises once the lock is lost."""
         if self.lake is None:
-            return nullcontext()
+            return nullcontext(_held)
         return _lake.cluster_lock(self.lake.conninfo, name)
+
+    def checkpoint(self, now: datetime) -> int:
+        """Let storage reclaim what was deleted; the number of orphaned files removed.
+
+        A file: DuckDB reuses its freed blocks, so it stops growing. A lake: DuckLake's
+        maintenance (inlined rows flushed to Parquet, small files merged), then the Parquet files
+        no snapshot lists that are older than `ORPHAN_AGE` (left by a writer killed before its
+        commit) are deleted. Under the cluster write lock: no other writer is mid-commit, and its
+        files are never taken for orphans.
+        """
+        with self._write_lock, self.exclusive(_lake.WRITE_LOCK), self.cursor() as cur:
+            cur.execute("CHECKPOINT")
+            if self.lake is None:
+                return 0
+            deleted = cur.execute(
+                "SELECT count(*) FROM ducklake_delete_orphaned_files(?, older_than => ?)",
+                [_lake.LAKE_ALIAS, now - ORPHAN_AGE],
+            ).fetchone()
+        return int(deleted[0]) if deleted else 0
 
     def take_lease(self, name: str, holder: str, ttl: timedelta) -> bool:
         """Take or renew lease `name` for `ttl`; False while another holder has it.
@@ -204,6 +228,10 @@ class Warehouse:
             logger.info("applied migration %s", name)
             applied.append(name)
         return applied
+
+
+def _held() -> None:
+    """`confirm` of a file's lock, which its one process never loses."""
 
 
 def _applied(cur: duckdb.DuckDBPyConnection, version: int) -> bool:

@@ -9,6 +9,11 @@ Writers to one lake are serialised by a PostgreSQL advisory lock held for the wh
 transaction (`cluster_lock`), so DuckLake never sees two concurrent commits and a
 read-then-write (a snapshot replacement, an outbox claim, a migration) is atomic cluster-wide.
 Readers take no lock: each reads the latest committed lake snapshot.
+
+ATTACH holds an advisory lock of its own (`ATTACH_LOCK`): on an empty catalog DuckLake creates
+its metadata tables there, and two processes creating them at once fail in PostgreSQL
+(`duplicate key value violates unique constraint "pg_type_typname_nsp_index"`), so any number
+of processes may start together on a new lake.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import hashlib
 import importlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -25,7 +30,7 @@ from typing import Any
 import duckdb
 
 from warehouse.errors import MissingExtraError, WarehouseError
-from warehouse.target import LakeTarget
+from warehouse.target import LakeTarget, redacted
 
 __all__ = ["LAKE_ALIAS", "attach_lake", "cluster_lock", "connect_lake", "extension_file"]
 
@@ -39,6 +44,8 @@ _PACKAGES = {
 _LOAD_NAMES = {"postgres": "postgres_scanner"}
 WRITE_LOCK = "gpuprices:write"
 """The advisory lock every lake write transaction holds."""
+ATTACH_LOCK = "gpuprices:attach"
+"""The advisory lock held around ATTACH: the first one creates DuckLake's catalog tables."""
 
 
 def extension_file(name: str) -> Path:
@@ -88,7 +95,8 @@ def connect_lake(target: LakeTarget) -> duckdb.DuckDBPyConnection:
         conn.execute("SET TimeZone = 'UTC'")
         if "httpfs" in files:
             _s3_secret(conn)
-        attach_lake(conn, target)
+        with cluster_lock(target.conninfo, ATTACH_LOCK):
+            attach_lake(conn, target)
     except BaseException:
         conn.close()
         raise
@@ -132,29 +140,45 @@ def lock_key(name: str) -> int:
 
 @contextmanager
 def pg_connection(conninfo: str) -> Iterator[Any]:
+    """A psycopg connection to the catalog's PostgreSQL; its errors become `WarehouseError`."""
     psycopg = _psycopg()
     try:
         conn = psycopg.connect(conninfo, connect_timeout=10)
     except psycopg.Error as exc:
-        raise WarehouseError(f"PostgreSQL catalog ({conninfo}): {_first_line(exc)}") from exc
+        raise catalog_error(conninfo, exc) from exc
     try:
         yield conn
+    except psycopg.Error as exc:  # e.g. PostgreSQL restarted: "terminating connection ..."
+        raise catalog_error(conninfo, exc) from exc
     finally:
         conn.close()
 
 
+def catalog_error(conninfo: str, exc: BaseException) -> WarehouseError:
+    return WarehouseError(f"PostgreSQL catalog ({redacted(conninfo)}): {_first_line(exc)}")
+
+
 @contextmanager
-def cluster_lock(conninfo: str, name: str = WRITE_LOCK) -> Iterator[None]:
+def cluster_lock(conninfo: str, name: str = WRITE_LOCK) -> Iterator[Callable[[], None]]:
     """Hold the PostgreSQL advisory lock `name` (waiting for it) until the block ends.
 
-    It is transaction-scoped on a connection of its own, so a process that dies frees it.
+    It is transaction-scoped on a connection of its own, so a process that dies frees it, and
+    so does a PostgreSQL restart: the block gets `confirm`, which raises `WarehouseError` once
+    the lock is no longer held (call it right before committing what the lock guards).
+    Closing the connection at the end frees the lock.
     """
     with pg_connection(conninfo) as pg:
         pg.execute("SELECT pg_advisory_xact_lock(%s)", [lock_key(name)])
-        try:
-            yield
-        finally:
-            pg.rollback()
+
+        def confirm() -> None:
+            try:
+                pg.execute("SELECT 1")
+            except _psycopg().Error as exc:
+                raise WarehouseError(
+                    f"Lost the cluster lock {name} (PostgreSQL restarted?): {_first_line(exc)}"
+                ) from exc
+
+        yield confirm
 
 
 def _quoted(text: str) -> str:

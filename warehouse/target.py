@@ -7,15 +7,32 @@ data path (a shared directory, or `s3://bucket/prefix`).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from warehouse.errors import WarehouseError
 
-__all__ = ["EMBEDDED_SCHEME", "LAKE_SCHEME", "LakeTarget", "Target", "parse_target"]
+__all__ = [
+    "EMBEDDED_SCHEME",
+    "LAKE_SCHEME",
+    "LakeTarget",
+    "Target",
+    "parse_target",
+    "redacted",
+]
 
 EMBEDDED_SCHEME = "duckdb://"
 LAKE_SCHEME = "ducklake:postgres:"
+_PASSWORD_KEYWORD = re.compile(
+    r"""(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s"]+)""", re.IGNORECASE
+)
+_PASSWORD_IN_URI = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
+
+
+def redacted(text: str) -> str:
+    """`text` with any libpq password (`password=...`, `postgresql://user:...@`) masked."""
+    return _PASSWORD_IN_URI.sub(r"\1***@", _PASSWORD_KEYWORD.sub(r"\1***", text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,7 +47,8 @@ class LakeTarget:
         return LAKE_SCHEME + self.conninfo
 
     def __str__(self) -> str:
-        return f"{self.url} (data {self.data_path})"
+        """For messages and logs: the password masked."""
+        return f"{redacted(self.url)} (data {self.data_path})"
 
 
 Target = Path | LakeTarget

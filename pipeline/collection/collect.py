@@ -26,7 +26,7 @@ from pipeline.collection.normalize import normalize
 from scrapers import Credentials, ProviderError, ProviderModule, build_client
 from scrapers.base import credentials_from_env
 from scrapers.models import ParseResult, Reject
-from warehouse import RunRow, Warehouse
+from warehouse import RunRow, Warehouse, WarehouseError
 from warehouse.queries import insert_run
 
 __all__ = ["RunReport", "Stage", "provider_module", "run_collection", "store_run", "utc_now"]
@@ -99,7 +99,12 @@ def _collect_one(
             error=error,
             source=source,
         )
-        store_run(warehouse, row, result)
+        try:
+            store_run(warehouse, row, result)
+        except WarehouseError as exc:  # catalog unreachable, data path full or read-only
+            if status == "ok":  # a failed run is one small row: the catalog may still take it
+                return stored("failed", f"storing the snapshot failed: {exc}")
+            logger.error("run provider=%s not recorded: %s", provider.NAME, exc)
         progress(provider.NAME, status)
         return RunReport(
             provider=provider.NAME,
@@ -130,7 +135,8 @@ def _collect_one(
         failure = f"{type(exc).__name__}: {exc}"
     if should_stop():
         logger.info(
-            "run provider=%s status=abandoned (shutting down before its write)", provider.NAME
+            "run provider=%s status=abandoned (stopping, or lease lost, before its write)",
+            provider.NAME,
         )
         return None
     if failure is not None or result is None:

@@ -1,9 +1,11 @@
 """Which provider this collector may collect now: leases kept in the warehouse's PostgreSQL.
 
-Every collector renews, a few times per `lease_ttl`, a lease per provider it is configured for
-(`providers`). It also takes a provider of `standby_for` whose lease nobody holds, but only once
-it has been up for one `lease_ttl` (so that, at start-up, the collector configured for it wins).
-A collector that dies stops renewing; after at most `lease_ttl` a standby takes over. Right
+Every collector renews, `RENEWALS_PER_TTL` times per `lease_ttl`, a lease per provider it is
+configured for (`providers`). It also takes a provider of `standby_for` whose lease nobody holds,
+but only once it has been up for one `lease_ttl` (so that, at start-up, the collector configured
+for it wins). A lease is taken for `lease_ttl` less one renewal period: a collector that dies
+stops renewing, its leases lapse at most that long after it died, and a standby, trying at every
+renewal period, holds them at most `lease_ttl` after the death (plus one lease statement). Right
 before a run writes, the lease is renewed once more: a collector that lost it (paused past its
 expiry) abandons the write instead of storing a run another collector may store too.
 
@@ -18,17 +20,24 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from pipeline.settings import Settings
 from warehouse import Warehouse, WarehouseError
 
-__all__ = ["LeaseKeeper", "RENEWALS_PER_TTL", "new_holder_id"]
+__all__ = ["LeaseKeeper", "RENEWALS_PER_TTL", "lease_length", "new_holder_id"]
 
 logger = logging.getLogger(__name__)
 
-RENEWALS_PER_TTL = 3
-"""Renew three times per lease time: two renewals may fail before the lease lapses."""
+RENEWALS_PER_TTL = 6
+"""The lease job runs six times per lease time; a lease lasts five of those periods, so four
+renewals in a row may fail before it lapses."""
+
+
+def lease_length(lease_ttl: timedelta) -> timedelta:
+    """How long a taken lease lasts: one renewal period less than `lease_ttl`, so that a standby
+    polling every period takes a dead holder's lease within `lease_ttl` of its last renewal."""
+    return lease_ttl - lease_ttl / RENEWALS_PER_TTL
 
 
 def new_holder_id() -> str:
@@ -50,6 +59,7 @@ class LeaseKeeper:
         self._settings = settings
         self._now = now
         self._started = now()
+        self._length = lease_length(settings.lease_ttl)
         self._held: dict[str, datetime] = {}
         self._lock = threading.Lock()
 
@@ -72,14 +82,14 @@ class LeaseKeeper:
         """Take or renew lease `name` now; whether it is ours."""
         asked_at = self._now()
         try:
-            ok = self._warehouse.take_lease(name, self.holder, self._settings.lease_ttl)
+            ok = self._warehouse.take_lease(name, self.holder, self._length)
         except WarehouseError as exc:
             logger.warning("lease %s not renewed: %s", name, exc)
             ok = False
         with self._lock:
             had = name in self._held
             if ok:
-                self._held[name] = asked_at + self._settings.lease_ttl
+                self._held[name] = asked_at + self._length
             else:
                 self._held.pop(name, None)
         if ok and not had:

@@ -187,6 +187,5 @@ def prune(warehouse: Warehouse, now: datetime, retention: timedelta) -> dict[str
     """Drop raw observations older than `retention` (their summaries are kept)."""
     with warehouse.transaction() as conn:
         deleted = h.prune_before(conn, now - retention)
-    with warehouse.cursor() as cur:
-        cur.execute("CHECKPOINT")  # lets DuckDB reuse the freed blocks: the file stops growing
+    deleted["orphaned_files"] = warehouse.checkpoint(now)  # the file stops growing
     return deleted

@@ -43,6 +43,9 @@ def _as_postgres(args: list[str]) -> list[str]:
 @dataclass(frozen=True)
 class Postgres:
     port: int
+    bin_dir: Path
+    data: Path
+    root: Path
 
     def conninfo(self, dbname: str = "postgres") -> str:
         return f"dbname={dbname} host=127.0.0.1 port={self.port} user={SUPERUSER}"
@@ -54,6 +57,42 @@ class Postgres:
         with psycopg.connect(self.conninfo(), autocommit=True) as conn:
             conn.execute(f"CREATE DATABASE {name}")
         return name
+
+    def _pg_ctl(self, *args: str) -> None:
+        subprocess.run(
+            _as_postgres([str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-w", *args]),
+            check=True, capture_output=True,
+        )
+
+    def start(self) -> None:
+        options = (
+            f"-h 127.0.0.1 -p {self.port} -k {self.root} -c fsync=off -c max_connections=200 "
+            "-c track_activity_query_size=65536"  # whole DuckLake commits in pg_stat_activity
+        )
+        self._pg_ctl("-o", options, "-l", str(self.root / "log"), "start")
+
+    def stop(self) -> None:
+        """A fast shutdown: every client connection is cut, as when the server restarts."""
+        self._pg_ctl("-m", "fast", "stop")
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def running(self) -> bool:
+        status = subprocess.run(
+            _as_postgres([str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "status"]),
+            capture_output=True,
+        )
+        return status.returncode == 0
+
+
+@pytest.fixture
+def postgres_back_after(postgres: Postgres) -> Iterator[Postgres]:
+    """The server, started again after a test that stops it, whatever that test's outcome."""
+    yield postgres
+    if not postgres.running():
+        postgres.start()
 
 
 @pytest.fixture(scope="session")
@@ -69,20 +108,15 @@ def postgres() -> Iterator[Postgres]:
     data = root / "data"
     if os.geteuid() == 0:
         shutil.chown(root, user="postgres")
-    port = _free_port()
     subprocess.run(
         _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", SUPERUSER,
                       "--auth=trust", "-E", "UTF8", "--no-sync"]),
         check=True, capture_output=True,
     )
-    options = f"-h 127.0.0.1 -p {port} -k {root} -c fsync=off -c max_connections=200"
-    subprocess.run(
-        _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options,
-                      "-l", str(root / "log"), "-w", "start"]),
-        check=True, capture_output=True,
-    )
+    server = Postgres(_free_port(), bin_dir, data, root)
+    server.start()
     try:
-        yield Postgres(port)
+        yield server
     finally:
         subprocess.run(
             _as_postgres([str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),

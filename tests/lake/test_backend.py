@@ -15,17 +15,11 @@ from pipeline.market.history import HistoryQuery, price_history
 from pipeline.market.offers import OfferQuery
 from pipeline.market.serving import answer_offers
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES
+from tests.lake.cluster import REPLAYS
 from warehouse import MissingExtraError, Warehouse, WarehouseError
 from warehouse.copy import table_counts
 from warehouse.db import _migrations
 
-REPLAYS = {
-    "vastai": FIXTURES / "vastai_bundles.json",
-    "runpod": FIXTURES / "runpod_catalog_v2.json",
-    "lambda": FIXTURES / "lambda_instance_types.json",
-    "coreweave": FIXTURES / "coreweave_pricing.html",
-}
 T0 = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=3)
 
 
