@@ -20,10 +20,7 @@ from warehouse import Warehouse, WarehouseError
 
 __all__ = [
     "ConfigOption",
-    "ContinentOption",
-    "CountryOption",
     "DbOption",
-    "JurisdictionOption",
     "err",
     "load_settings",
     "open_existing",
@@ -47,14 +44,6 @@ DbOption = Annotated[
 ConfigOption = Annotated[
     Path | None,
     typer.Option("--config", help="TOML settings file [env: GPUPRICES_CONFIG]"),
-]
-CountryOption = Annotated[
-    list[str] | None,
-    typer.Option("--country", help="ISO 3166-1 alpha-2 code(s), repeatable or DE,FR"),
-]
-ContinentOption = Annotated[str | None, typer.Option("--continent", help="e.g. Europe")]
-JurisdictionOption = Annotated[
-    str | None, typer.Option("--jurisdiction", help="eea or eu (unknown country never matches)")
 ]
 
 
