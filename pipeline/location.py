@@ -67,7 +67,9 @@ class Locator:
         self.places = places
         self._by_region = {(p["provider"], p["region"].lower()): p for p in places}
         self._by_prefix = [
-            (p["provider"], p["region"][:-1].lower(), p) for p in places if p["region"].endswith("*")
+            (p["provider"], p["region"][:-1].lower(), p)
+            for p in places
+            if p["region"].endswith("*")
         ]
 
     def _country(self, iso2: str, source: str) -> Location:

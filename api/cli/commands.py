@@ -43,6 +43,7 @@ from pipeline.market.scope import ALL_SCOPE, OfferScope
 from pipeline.market.serving import answer_offers
 from pipeline.timeparse import TimeParseError, check_not_future
 from scrapers import PROVIDERS
+from scrapers.base import replay_handler
 from warehouse import Warehouse
 
 __all__ = ["app", "main"]
@@ -79,13 +80,18 @@ def _parse_replays(values: list[str]) -> dict[str, Path]:
         if not sep or not name or not file:
             raise typer.BadParameter(f"'{value}' is not NAME=FILE", param_hint="--replay")
         path = Path(file)
-        if not path.is_file():
-            raise typer.BadParameter(f"no such file: {file}", param_hint="--replay")
         if name not in PROVIDERS:
             known = ", ".join(sorted(PROVIDERS))
             raise typer.BadParameter(
                 f"unknown provider '{name}' (known: {known})", param_hint="--replay"
             )
+        if path.is_dir():
+            try:  # a provider of many answers (Scaleway) replays a directory of them
+                replay_handler(PROVIDERS[name])
+            except ValueError as exc:
+                raise typer.BadParameter(str(exc), param_hint="--replay") from None
+        elif not path.is_file():
+            raise typer.BadParameter(f"no such file: {file}", param_hint="--replay")
         replays[name] = path
     return replays
 
@@ -127,7 +133,8 @@ def collect(
     replay: Annotated[
         list[str] | None,
         typer.Option(
-            "--replay", help="NAME=FILE: feed a saved response body instead of the network"
+            "--replay",
+            help="NAME=FILE (NAME=DIR for scaleway): feed saved answers instead of the network",
         ),
     ] = None,
     at: Annotated[
