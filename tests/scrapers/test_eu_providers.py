@@ -9,8 +9,16 @@ import orjson
 import pytest
 import respx
 
-from scrapers import FormFactor, Pricing, ProviderHTTPError, ProviderPayloadError
-from scrapers import ecb, hetzner, ovhcloud, scaleway, verda
+from scrapers import (
+    FormFactor,
+    ProviderHTTPError,
+    ProviderPayloadError,
+    ecb,
+    hetzner,
+    ovhcloud,
+    scaleway,
+    verda,
+)
 from tests.conftest import FIXTURES, fixture_bytes
 
 AT = datetime(2026, 11, 30, 12, tzinfo=UTC)
@@ -97,13 +105,16 @@ def test_scaleway_gpu_types_per_zone_with_availability_and_form_factor():
 
 
 @respx.mock(assert_all_mocked=True)
-def test_scaleway_pages_until_a_short_page_and_skips_zones_answering_404(respx_mock, client_factory):
+def test_scaleway_pages_until_a_short_page_and_skips_zones_answering_404(
+    respx_mock, client_factory
+):
     full = {f"T{i}": {"gpu": 0} for i in range(scaleway.PER_PAGE)}
     zone = scaleway.URL.format(zone="fr-par-2")
     pages = respx_mock.get(zone).mock(side_effect=[
         httpx.Response(200, json={"servers": full}),
         httpx.Response(200, json={"servers": {"L4-1-24G": {"gpu": 1}}})])  # fmt: skip
-    respx_mock.get(f"{zone}/availability").mock(return_value=httpx.Response(200, json={"servers": {}}))
+    empty = httpx.Response(200, json={"servers": {}})
+    respx_mock.get(f"{zone}/availability").mock(return_value=empty)
     respx_mock.get(url__regex=r".*/zones/(?!fr-par-2/).*").mock(return_value=httpx.Response(404))
     with client_factory() as client:
         body = orjson.loads(scaleway.fetch(client, None))
