@@ -13,8 +13,10 @@ Quirks (see shared/provider-samples/EU.md, "Verda"):
   offers (`tier` "confidential") of the same GPU: the `CC` token is left out of `gpu_raw`.
 - No location on the page: every Verda location is in Finland or Iceland, so the pipeline marks
   the offers EEA with the country unknown (pipeline/data/locations.csv).
-- Instant-cluster and serverless offers (names not `<n>x ... on-demand|spot`) are other products:
-  skipped.
+- Instant-cluster (`8x GB300 SXM6 288GB instant cluster`) and serverless offers
+  (`1x H100 SXM5 80GB serverless spot` / `... serverless continuous`) are other products:
+  skipped, as are storage offers (`unitText` `GiB-month`). The recorded page (gpu-index
+  `tests/fixtures/observatory/verda/pricing_jsonld.html`) shows each.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 CONFIDENTIAL_TOKEN = "CC"
 CONFIDENTIAL_TIER = "confidential"
 PER_HOUR_UNITS = frozenset({"hour", "hr", "h"})
+OTHER_PRODUCTS = frozenset({"serverless", "cluster"})
+"""A name with one of these words is another product than an instance (see above)."""
 
 _SCRIPT = re.compile(
     rb"<script[^>]*type=[\"']application/ld\+json[\"'][^>]*>(.*?)</script>", re.S | re.I
@@ -111,10 +115,12 @@ def _offer_of(record: dict[str, Any]) -> dict[str, Any] | None:
     match = _NAME.match(record["name"])
     if match is None or not match["gpu"]:  # another product, or a CPU row (" on-demand")
         return None
+    tokens = match["gpu"].split()
+    if OTHER_PRODUCTS & {token.lower() for token in tokens}:
+        return None
     unit = (record.get("priceSpecification") or {}).get("unitText", "hour")
     if str(unit).lower() not in PER_HOUR_UNITS:
         raise ValueError(f"price unit {unit!r} is not per hour")
-    tokens = match["gpu"].split()
     confidential = CONFIDENTIAL_TOKEN in tokens
     gpu_raw = " ".join(t for t in tokens if t != CONFIDENTIAL_TOKEN)
     vram = _VRAM.search(gpu_raw)

@@ -198,3 +198,19 @@ def test_replay_of_a_directory_is_refused_for_a_provider_that_replays_one_file(d
         app, ["collect", "--db", str(db_path), "--replay", f"verda={FIXTURES}"]
     )
     assert result.exit_code == 2 and "verda replays one file, not a directory" in result.output
+
+
+@pytest.mark.parametrize(
+    ("raw", "vram_gb", "gpu", "form_factor"),
+    [
+        ("H100-PCIe", 80, "H100-80GB", "PCIe"),
+        ("B300-SXM", 288, "B300", "SXM"),
+        ("RTX PRO 6000 Blackwell Max-Q", 96, "RTX PRO 6000 Max-Q", None),
+        ("Tesla V100 16GB", 16, "V100-16GB", None),
+        ("B300 SXM6 268GB", 268, "B300", "SXM"),
+    ],
+)
+def test_european_gpu_names_resolve_through_the_catalog(raw, vram_gb, gpu, form_factor):
+    resolution = get_catalog().resolve(raw, vram_gb)
+    assert resolution.gpu == gpu
+    assert (resolution.form_factor.value if resolution.form_factor else None) == form_factor

@@ -74,3 +74,15 @@ def test_filters_accept_lists_commas_and_any_case():
     place = resolve(OfferScope(country=["de,fr", "no"], continent="europe", jurisdiction="EEA"))
     assert place.countries == {"DE", "FR", "NO"}
     assert (place.continent, place.jurisdiction) == ("Europe", "eea")
+
+
+def test_a_place_in_one_of_several_countries_keeps_only_the_flags_they_share():
+    verda = LOCATOR.locate("verda", None)  # Finland or Iceland: EEA, EU unknown
+    assert (verda.country, verda.continent, verda.eea, verda.eu) == (None, "Europe", True, None)
+    assert LOCATOR.locate("verda", "FIN-01") == verda  # a region it does not list: the same
+
+
+def test_a_region_prefix_maps_every_region_that_starts_with_it():
+    assert LOCATOR.locate("ovhcloud", "GRA11").country == "FR"
+    assert LOCATOR.locate("ovhcloud", "BHS5").country == "CA"
+    assert LOCATOR.locate("ovhcloud", "XYZ1").country is None

@@ -181,3 +181,31 @@ def test_single_answer_fetches_return_the_body(module, client_factory):
         mock.get(module.URL).mock(return_value=httpx.Response(200, content=b"body"))
         with client_factory() as client:
             assert module.fetch(client, None) == b"body"
+
+
+def test_verda_recorded_page_gives_every_instance_gpu_and_nothing_else():
+    """A recorded page (gpu-index, trimmed): instance rows kept, duplicates collapsed, CPU,
+    instant-cluster, serverless and storage offers skipped."""
+    result = verda.parse(fixture_bytes("verda_pricing_recorded.html"), AT)
+    offers = by_key(result)
+    assert result.rejects == []
+    assert len(offers) == 30  # 16 instance rows (H100 listed twice) x on-demand and spot
+    assert offers[("1x H100 SXM5 80GB", "on_demand")].price_per_gpu_hour == 3.25
+    assert offers[("1x B300 CC SXM6 268GB", "spot")].price_per_gpu_hour == 3.825
+    assert offers[("1x GB300 SXM6 288GB", "on_demand")].gpu_raw == "GB300 SXM6 288GB"
+    assert not any("serverless" in key[0] or "cluster" in key[0] for key in offers)
+
+
+def test_scaleway_recorded_answers_give_every_gpu_type_with_its_stock():
+    """Recorded fr-par-2 answers (gpu-index, trimmed to the fields read)."""
+    with httpx.Client(transport=httpx.MockTransport(
+            scaleway.replay_directory(FIXTURES / "scaleway_recorded"))) as client:  # fmt: skip
+        result = scaleway.parse(scaleway.fetch(client, None), AT)
+    offers = {o.offer_id.split("@")[0]: o for o in result.offers}
+    assert len(offers) == 16 and result.rejects == []  # 18 types, 2 of them CPU-only
+    b300 = offers["B300-SXM-8-288G"]
+    assert (b300.gpu_count, b300.vram_gb, b300.price_per_hour, b300.available) == (
+        8, 288.0, 60.0, False)  # fmt: skip
+    assert (offers["H100-1-80G"].form_factor, offers["H100-1-80G"].available) == ("PCIe", True)
+    assert offers["H100-SXM-2-80G"].price_per_gpu_hour == pytest.approx(3.3099)
+    assert not offers["L40S-4-48G"].available  # shortage
