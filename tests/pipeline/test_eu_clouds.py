@@ -214,3 +214,25 @@ def test_european_gpu_names_resolve_through_the_catalog(raw, vram_gb, gpu, form_
     resolution = get_catalog().resolve(raw, vram_gb)
     assert resolution.gpu == gpu
     assert (resolution.form_factor.value if resolution.form_factor else None) == form_factor
+
+
+def test_the_http_api_shows_currency_on_offers_and_the_rate_source_on_providers(
+    collected, db_path
+):
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+    from tests.conftest import Clock
+
+    settings = Settings(db=db_path, scheduler=False)
+    with TestClient(create_app(settings, collected, clock=Clock(AT))) as client:
+        offers = client.get("/offers", params={"provider": "hetzner"}).json()["offers"]
+        providers = {p["provider"]: p for p in client.get("/providers").json()["providers"]}
+    gex = next(o for o in offers if o["offer_id"] == "GEX131@FSN1")
+    assert (gex["currency"], gex["price_per_hour_native"], gex["fx_date"]) == (
+        "EUR", 2.4, "2026-11-27")  # fmt: skip
+    assert gex["setup_fee_native"] == 1499.0 and gex["stale"] is False
+    assert providers["ecb"]["kind"] == "rates"
+    assert providers["ecb"]["last_rate_date"] == "2026-11-27"
+    assert providers["ecb"]["interval_seconds"] == 86400
+    assert providers["hetzner"]["kind"] == "offers" and providers["hetzner"]["offer_count"] == 4
