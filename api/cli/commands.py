@@ -30,6 +30,7 @@ from api.cli.common import (
     user_errors,
 )
 from api.cli.quote import quote
+from api.cli.replays import parse_replays
 from api.cli.scope import scope_options
 from api.cli.warehouse import warehouse_app
 from api.rest.schemas import OfferOut
@@ -43,7 +44,6 @@ from pipeline.market.scope import ALL_SCOPE, OfferScope
 from pipeline.market.serving import answer_offers
 from pipeline.timeparse import TimeParseError, check_not_future
 from scrapers import PROVIDERS
-from scrapers.base import replay_handler
 from warehouse import Warehouse
 
 __all__ = ["app", "main"]
@@ -71,29 +71,6 @@ class Role(StrEnum):
 class SortKey(StrEnum):
     PRICE_PER_GPU_HOUR = "price_per_gpu_hour"
     PRICE_PER_HOUR = "price_per_hour"
-
-
-def _parse_replays(values: list[str]) -> dict[str, Path]:
-    replays: dict[str, Path] = {}
-    for value in values:
-        name, sep, file = value.partition("=")
-        if not sep or not name or not file:
-            raise typer.BadParameter(f"'{value}' is not NAME=FILE", param_hint="--replay")
-        path = Path(file)
-        if name not in PROVIDERS:
-            known = ", ".join(sorted(PROVIDERS))
-            raise typer.BadParameter(
-                f"unknown provider '{name}' (known: {known})", param_hint="--replay"
-            )
-        if path.is_dir():
-            try:  # a provider of many answers (Scaleway) replays a directory of them
-                replay_handler(PROVIDERS[name])
-            except ValueError as exc:
-                raise typer.BadParameter(str(exc), param_hint="--replay") from None
-        elif not path.is_file():
-            raise typer.BadParameter(f"no such file: {file}", param_hint="--replay")
-        replays[name] = path
-    return replays
 
 
 def _parse_at(value: str | None) -> datetime | None:
@@ -144,7 +121,7 @@ def collect(
     config: ConfigOption = None,
 ) -> None:
     """Collect offers once from each provider (or only the replayed ones) and store them."""
-    replays = _parse_replays(replay or [])
+    replays = parse_replays(replay or [])
     observed_at = _parse_at(at)
     for name in provider or []:
         if name not in PROVIDERS:
