@@ -5,6 +5,12 @@ the EU and the EEA = EU + Iceland, Liechtenstein, Norway) and `data/locations.cs
 region names and datacenter ids, each with its source). A region text ending in an ISO country
 code after a comma (`Bavaria, DE`) or a bare code (`US`) is read as that country. Anything else
 stays unknown: a continent alone (CoreWeave's "Europe") never implies a country or the EEA.
+
+A row may name the countries a place can be in, `FI|IS` (Verda: Finland or Iceland, not which):
+the country stays unknown and each flag is the one all of them share, else unknown (Finland or
+Iceland: in the EEA, EU unknown). A row with an empty region stands for every region of its
+provider, offers without a region included; a region ending in `*` stands for every region
+that starts with what precedes it (OVHcloud's `GRA*`: GRA7, GRA11, ...).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pipeline.errors import PipelineError
 
@@ -29,6 +35,9 @@ __all__ = [
 
 Jurisdiction = Literal["eea", "eu"]
 JURISDICTIONS: tuple[Jurisdiction, ...] = ("eea", "eu")
+COUNTRY_CHOICE = "|"
+"""Separates the possible countries of a place in `locations.csv` (`FI|IS`)."""
+T = TypeVar("T")
 _TRAILING_CODE = re.compile(r"(?:^|,)\s*([A-Za-z]{2})\s*$")
 
 
@@ -57,23 +66,53 @@ class Locator:
         self.continents = tuple(sorted({c.continent for c in countries}))
         self.places = places
         self._by_region = {(p["provider"], p["region"].lower()): p for p in places}
+        self._by_prefix = [
+            (p["provider"], p["region"][:-1].lower(), p)
+            for p in places
+            if p["region"].endswith("*")
+        ]
 
     def _country(self, iso2: str, source: str) -> Location:
         country = self.countries[iso2]
         return Location(country.iso2, country.continent, country.eea, country.eu, source)
 
+    def _possible(self, codes: list[str], source: str) -> Location:
+        """One of `codes`, not known which: only what holds for all of them."""
+        countries = [self.countries[code] for code in codes]
+
+        def shared(values: list[T]) -> T | None:
+            return values[0] if len(set(values)) == 1 else None
+
+        return Location(
+            None,
+            shared([c.continent for c in countries]),
+            shared([c.eea for c in countries]),
+            shared([c.eu for c in countries]),
+            source,
+        )
+
+    def _place(self, place: dict[str, str]) -> Location:
+        codes = [code for code in place["country"].split(COUNTRY_CHOICE) if code]
+        if len(codes) == 1:
+            return self._country(codes[0], place["source"])
+        if codes:
+            return self._possible(codes, place["source"])
+        return Location(continent=place["continent"] or None, source=place["source"])
+
     def locate(self, provider: str, region: str | None) -> Location:
-        if not region:
-            return Location()
-        place = self._by_region.get((provider, region.strip().lower()))
+        place = self._by_region.get((provider, (region or "").strip().lower()))
         if place is not None:
-            if place["country"]:
-                return self._country(place["country"], place["source"])
-            return Location(continent=place["continent"] or None, source=place["source"])
+            return self._place(place)
+        for name, prefix, row in self._by_prefix:
+            if name == provider and region and region.strip().lower().startswith(prefix):
+                return self._place(row)
+        whole_provider = self._by_region.get((provider, ""))
+        if not region:
+            return Location() if whole_provider is None else self._place(whole_provider)
         match = _TRAILING_CODE.search(region)
         if match and match.group(1).upper() in self.countries:
             return self._country(match.group(1).upper(), "ISO 3166-1 code in the region text")
-        return Location()
+        return Location() if whole_provider is None else self._place(whole_provider)
 
     def check_countries(self, codes: Iterable[str]) -> frozenset[str] | None:
         """Upper-cased ISO codes; an unknown one raises, naming close valid codes."""

@@ -38,12 +38,19 @@ __all__ = [
 
 DEFAULT_DB = Path("data/gpuprices.duckdb")
 DEFAULT_INTERVALS: Mapping[str, timedelta] = {
+    "ecb": timedelta(days=1),
     "vastai": timedelta(minutes=10),
     "runpod": timedelta(minutes=15),
     "lambda": timedelta(minutes=15),
     "coreweave": timedelta(hours=6),
+    "scaleway": timedelta(hours=1),
+    "ovhcloud": timedelta(hours=6),
+    "verda": timedelta(hours=1),
+    "hetzner": timedelta(hours=6),
 }
-"""Collection intervals per provider (Vast.ai 10 min, RunPod and Lambda 15, CoreWeave 6 h)."""
+"""Collection intervals per provider (Vast.ai 10 min, RunPod and Lambda 15, CoreWeave 6 h;
+Scaleway and Verda 1 h, OVHcloud (an ~8 MB catalog) and Hetzner 6 h) and per rate source (the
+ECB publishes once per working day)."""
 FALLBACK_INTERVAL = timedelta(minutes=15)
 
 

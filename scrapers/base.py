@@ -36,6 +36,8 @@ __all__ = [
     "credentials_from_env",
     "fetch_bytes",
     "interruptible_sleep",
+    "is_rate_source",
+    "replay_handler",
     "parse_retry_after",
 ]
 
@@ -71,6 +73,21 @@ class ProviderModule(Protocol):
     def fetch(self, client: httpx.Client, creds: Credentials | None) -> bytes: ...
 
     def parse(self, payload: bytes, observed_at: datetime) -> ParseResult: ...
+
+
+def is_rate_source(module: object) -> bool:
+    """A rate source (`KIND = "rates"`, e.g. the ECB) stores exchange rates via `parse_rates`
+    instead of offers via `parse`; a module without `KIND` is a provider of offers."""
+    return getattr(module, "KIND", "offers") == "rates"
+
+
+def replay_handler(module: object) -> Callable[[Any], Callable[[httpx.Request], httpx.Response]]:
+    """How `module` replays a directory of recorded answers (its `replay_directory(path)` gives a
+    handler for `httpx.MockTransport`); raises `ValueError` for a module that replays one file."""
+    handler = getattr(module, "replay_directory", None)
+    if handler is None:
+        raise ValueError(f"{getattr(module, 'NAME', module)} replays one file, not a directory")
+    return handler  # type: ignore[no-any-return]
 
 
 def credentials_from_env(provider: ProviderModule, env: Mapping[str, str]) -> Credentials | None:

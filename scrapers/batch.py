@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 
 from scrapers.models import (
     CENT_TOLERANCE_USD,
+    CONVERTED_FIELDS,
     INT32_MAX,
     MAX_TEXT_CHARS,
     OFFER_SCHEMA,
@@ -33,8 +34,11 @@ __all__ = ["OfferBatch", "arange"]
 
 _PARSER_FIELDS = frozenset(OFFER_SCHEMA.names) - {
     "provider", "observed_at", "price_quoted_per", "gpu", "country", "continent", "eea", "eu",
+    *CONVERTED_FIELDS,
 }  # fmt: skip
-"""What a parser may set; the batch sets the rest, the pipeline resolves gpu and place."""
+"""What a parser may set; the batch sets the rest, the pipeline resolves gpu, place and USD.
+Prices are in `currency` (USD when the parser states none) until the pipeline converts them."""
+DEFAULT_CURRENCY = "USD"
 
 _RECORD = "_record"  # the position of the provider record a row came from
 _STAGED = pa.schema(
@@ -175,6 +179,8 @@ def _id_text(record_id: object) -> str | None:
 
 def _with_constants(table: pa.Table, batch: OfferBatch) -> pa.Table:
     n = table.num_rows
+    currency = pc.fill_null(table["currency"], DEFAULT_CURRENCY)
+    table = table.set_column(table.schema.get_field_index("currency"), "currency", currency)
     for name, value in (("provider", batch.provider), ("observed_at", batch.observed_at)):
         column = pa.repeat(pa.scalar(value, OFFER_SCHEMA.field(name).type), n)
         table = table.set_column(table.schema.get_field_index(name), name, column)
@@ -215,6 +221,8 @@ _CHECKS: tuple[tuple[str, Callable[[pa.Table], Any], bool, str], ...] = (
     *((name, lambda t, name=name: pc.less_equal(pc.utf8_length(t[name]), MAX_TEXT_CHARS), True,
        f"must be at most {MAX_TEXT_CHARS} characters")
       for name in ("offer_id", "gpu_raw", "region", "tier")),
+    ("currency", lambda t: pc.match_substring_regex(t["currency"], "^[A-Z]{3}$"), False,
+     "must be an ISO 4217 code such as USD or EUR"),
     ("pricing", lambda t: pc.is_valid(t["pricing"]), False, "is missing"),
     ("available", lambda t: pc.is_valid(t["available"]), False, "is missing"),
     ("gpu_count", lambda t: _between(t["gpu_count"], 1, INT32_MAX), False,
@@ -231,6 +239,10 @@ _CHECKS: tuple[tuple[str, Callable[[pa.Table], Any], bool, str], ...] = (
      "must be GB per GPU between 1 and 1024 (MiB read as GB?)"),
     ("vcpus", lambda t: pc.greater_equal(t["vcpus"], 0), True, "must not be negative"),
     ("ram_gb", lambda t: pc.greater_equal(t["ram_gb"], 0), True, "must not be negative"),
+    ("setup_fee_native", lambda t: pc.greater_equal(t["setup_fee_native"], 0), True,
+     "must not be negative"),
+    ("price_per_month_native", lambda t: _positive(t["price_per_month_native"]), True,
+     "must be positive and finite"),
     ("disk_gb", lambda t: pc.greater_equal(t["disk_gb"], 0), True, "must not be negative"),
     ("reliability", lambda t: _between(t["reliability"], *RELIABILITY_RANGE), True,
      "must be between 0 and 1"),

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 __all__ = [
     "CENT_TOLERANCE_USD",
+    "CONVERTED_FIELDS",
     "OFFER_SCHEMA",
     "REJECT_SCHEMA",
     "FormFactor",
@@ -86,11 +87,26 @@ OFFER_SCHEMA = pa.schema(
         ("continent", pa.string()),
         ("eea", pa.bool_()),
         ("eu", pa.bool_()),
+        # Currency (issue 23): the parser states the currency it read and quotes its prices in
+        # it; the pipeline's one conversion step (pipeline/collection/currency.py) turns them into
+        # USD with the ECB rate dated on or before the observation, keeping what was published.
+        ("currency", pa.string()),  # ISO 4217 as published ("USD", "EUR")
+        ("price_per_hour_native", pa.float64()),  # whole offer, in `currency`
+        ("fx_rate", pa.float64()),  # USD per unit of `currency`; null for USD offers
+        ("fx_date", pa.date32()),  # the ECB reference date of `fx_rate`
+        ("setup_fee_native", pa.float64()),  # one-off fee, in `currency`; null = none stated
+        ("setup_fee_usd", pa.float64()),
+        ("price_per_month_native", pa.float64()),  # monthly cap, in `currency`
+        ("price_per_month_usd", pa.float64()),
     ]
 )
 """The one declaration of an offer's fields. The warehouse stores these columns `BY NAME` and
 checks them against its tables at run time (warehouse/queries.py), so nothing else declares them.
 """
+
+CONVERTED_FIELDS = ("price_per_hour_native", "fx_rate", "fx_date", "setup_fee_usd",
+                    "price_per_month_usd")  # fmt: skip
+"""Set by the pipeline's currency conversion, never by a parser."""
 
 REJECT_SCHEMA = pa.schema(
     [

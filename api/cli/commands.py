@@ -30,6 +30,7 @@ from api.cli.common import (
     user_errors,
 )
 from api.cli.quote import quote
+from api.cli.replays import parse_replays
 from api.cli.scope import scope_options
 from api.cli.warehouse import warehouse_app
 from api.rest.schemas import OfferOut
@@ -72,24 +73,6 @@ class SortKey(StrEnum):
     PRICE_PER_HOUR = "price_per_hour"
 
 
-def _parse_replays(values: list[str]) -> dict[str, Path]:
-    replays: dict[str, Path] = {}
-    for value in values:
-        name, sep, file = value.partition("=")
-        if not sep or not name or not file:
-            raise typer.BadParameter(f"'{value}' is not NAME=FILE", param_hint="--replay")
-        path = Path(file)
-        if not path.is_file():
-            raise typer.BadParameter(f"no such file: {file}", param_hint="--replay")
-        if name not in PROVIDERS:
-            known = ", ".join(sorted(PROVIDERS))
-            raise typer.BadParameter(
-                f"unknown provider '{name}' (known: {known})", param_hint="--replay"
-            )
-        replays[name] = path
-    return replays
-
-
 def _parse_at(value: str | None) -> datetime | None:
     """`--at`: an observation time, so never in the future (beyond a little clock skew)."""
     at = option_time(value, "--at")
@@ -127,7 +110,8 @@ def collect(
     replay: Annotated[
         list[str] | None,
         typer.Option(
-            "--replay", help="NAME=FILE: feed a saved response body instead of the network"
+            "--replay",
+            help="NAME=FILE (NAME=DIR for scaleway): feed saved answers instead of the network",
         ),
     ] = None,
     at: Annotated[
@@ -137,7 +121,7 @@ def collect(
     config: ConfigOption = None,
 ) -> None:
     """Collect offers once from each provider (or only the replayed ones) and store them."""
-    replays = _parse_replays(replay or [])
+    replays = parse_replays(replay or [])
     observed_at = _parse_at(at)
     for name in provider or []:
         if name not in PROVIDERS:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,8 +53,25 @@ class OfferOut(BaseModel):
     continent: str | None = None
     eea: bool | None = Field(default=None, description="In the EEA; null when country unknown")
     eu: bool | None = Field(default=None, description="In the EU; null when country unknown")
+    currency: str | None = Field(default=None, description="Currency the provider published")
+    price_per_hour_native: float | None = Field(
+        default=None, description="Whole offer per hour in `currency`, as published"
+    )
+    fx_rate: float | None = Field(
+        default=None, description="USD per unit of `currency` (ECB); null for USD offers"
+    )
+    fx_date: date | None = Field(default=None, description="Date of the ECB rate used")
+    setup_fee_usd: float | None = Field(default=None, description="One-off setup fee, USD")
+    setup_fee_native: float | None = Field(default=None, description="Setup fee in `currency`")
+    price_per_month_usd: float | None = Field(
+        default=None, description="Monthly cap on the hourly billing, USD"
+    )
+    price_per_month_native: float | None = None
     run_id: str = Field(description="The collection run that observed it (see /providers)")
-    stale: bool = Field(default=False, description="Its provider's snapshot is stale")
+    stale: bool = Field(
+        default=False,
+        description="Its provider's snapshot is stale, or its exchange rate is over 7 days old",
+    )
 
 
 class OffersPage(BaseModel):
@@ -124,6 +141,10 @@ class ProviderFreshnessOut(BaseModel):
     last_error: str | None
     next_run_at: datetime | None = Field(description="Next scheduled run (null without scheduler)")
     interval_seconds: float | None
+    kind: str = Field(default="offers", description="offers, or rates (a rate source: the ECB)")
+    last_rate_date: date | None = Field(
+        default=None, description="A rate source's newest rate date (null for providers)"
+    )
 
 
 class ProvidersPage(BaseModel):

@@ -4,6 +4,11 @@ A provider that fails (HTTP error, garbage body, missing key, even a bug in its 
 recorded as a failed run with its error and no offers; the others carry on. So is an answer that
 yields no offer at all (an empty list, or every record rejected): it would otherwise replace the
 provider's last good snapshot with nothing. Its rejects are kept in the quarantine.
+
+A rate source (the ECB, `scrapers.base.is_rate_source`) takes its own small path: its rates are
+stored (`fx_rates`) and its run is ok with no offers; rate sources are collected first, so that
+the providers of the same collection convert their prices with today's rate
+(pipeline/collection/currency.py, between parse and normalize).
 """
 
 from __future__ import annotations
@@ -19,15 +24,19 @@ from pathlib import Path
 from typing import Literal
 
 import httpx
+import pyarrow as pa
 
 from pipeline.base import provider_module, utc_now
 from pipeline.catalog import Catalog, get_catalog
+from pipeline.collection.currency import RATE_BASE, rates_table, to_usd, warehouse_rates
 from pipeline.collection.normalize import normalize
+from pipeline.errors import PipelineError
 from scrapers import Credentials, ProviderError, ProviderModule, build_client
-from scrapers.base import credentials_from_env
+from scrapers.base import credentials_from_env, is_rate_source, replay_handler
 from scrapers.models import ParseResult, Reject
 from warehouse import RunRow, Warehouse, WarehouseError
 from warehouse.queries import insert_run
+from warehouse.rates import insert_rates
 
 __all__ = ["RunReport", "Stage", "provider_module", "run_collection", "store_run", "utc_now"]
 
@@ -52,7 +61,16 @@ class RunReport:
     rejects: list[Reject] = field(default_factory=list)
 
 
-def _replay_client(body: bytes) -> httpx.Client:
+def _replay_client(provider: ProviderModule, replay: Path) -> httpx.Client:
+    """A client answering from `replay`: one recorded body, or a directory of recorded answers
+    the provider module knows how to serve (`replay_directory`)."""
+    if replay.is_dir():
+        try:
+            handler = replay_handler(provider)(replay)
+        except ValueError as exc:
+            raise ProviderError(str(exc)) from None
+        return build_client(httpx.MockTransport(handler))
+    body = replay.read_bytes()
     return build_client(httpx.MockTransport(lambda request: httpx.Response(200, content=body)))
 
 
@@ -83,7 +101,9 @@ def _collect_one(
     run_id = f"{provider.NAME}-{started_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
     source = f"replay:{replay}" if replay is not None else provider.URL
 
-    def stored(status: Literal["ok", "failed"], error: str | None, result=None) -> RunReport:
+    def stored(
+        status: Literal["ok", "failed"], error: str | None, result=None, rates=None
+    ) -> RunReport:
         offer_count = result.offer_count if result else 0
         rejects = result.rejects if result else []
         progress(provider.NAME, "storing")
@@ -100,7 +120,7 @@ def _collect_one(
             source=source,
         )
         try:
-            store_run(warehouse, row, result)
+            store_run(warehouse, row, result, rates)
         except WarehouseError as exc:  # catalog unreachable, data path full or read-only
             if status == "ok":  # a failed run is one small row: the catalog may still take it
                 return stored("failed", f"storing the snapshot failed: {exc}")
@@ -118,17 +138,23 @@ def _collect_one(
             rejects=list(rejects),
         )
 
-    result = None
+    result = rates = None
     failure: str | None = None
     try:
         progress(provider.NAME, "fetching")
         creds = _credentials(provider, env, replaying=replay is not None)
-        client = _replay_client(replay.read_bytes()) if replay is not None else client_factory()
+        client = _replay_client(provider, replay) if replay is not None else client_factory()
         with client:
             payload = provider.fetch(client, creds)
         progress(provider.NAME, "parsing")
-        result = normalize(provider.parse(payload, observed), catalog)
-    except ProviderError as exc:  # a fetch cancelled by a shutdown is abandoned below
+        if is_rate_source(provider):
+            parse_rates = provider.parse_rates  # type: ignore[attr-defined]
+            found = [(r.rate_date, r.currency, r.rate) for r in parse_rates(payload)]
+            rates = rates_table(provider.NAME, RATE_BASE, found, run_id, observed)
+        else:
+            parsed = to_usd(provider.parse(payload, observed), warehouse_rates(warehouse))
+            result = normalize(parsed, catalog)
+    except (ProviderError, PipelineError) as exc:  # a cancelled fetch is abandoned below
         failure = str(exc)
     except Exception as exc:  # the per-provider edge: a parser bug must not stop the others
         logger.exception("%s failed unexpectedly", provider.NAME)
@@ -139,6 +165,8 @@ def _collect_one(
             provider.NAME,
         )
         return None
+    if failure is None and rates is not None:  # a rate source: rates, never offers
+        return _logged(stored("ok", None, rates=rates))
     if failure is not None or result is None:
         return _logged(stored("failed", failure or "no result"))
     if result.offer_count == 0:  # never replace the last good snapshot with nothing
@@ -155,12 +183,20 @@ def _no_offers(provider: str, result: ParseResult) -> str:
     )
 
 
-def store_run(warehouse: Warehouse, run: RunRow, result: ParseResult | None) -> None:
-    """Store one provider run whole, in one transaction: its row, offers and rejects in bulk."""
+def store_run(
+    warehouse: Warehouse,
+    run: RunRow,
+    result: ParseResult | None,
+    rates: pa.Table | None = None,
+) -> None:
+    """Store one provider run whole, in one transaction: its row, offers and rejects in bulk
+    (a rate source's run: its row and its rates)."""
     offers = result.table if result is not None and result.offer_count else None
     rejects = result.rejects_table(run.observed_at) if result and result.rejects else None
     with warehouse.transaction() as conn:
         insert_run(conn, run, offers, rejects)
+        if rates is not None and rates.num_rows:
+            insert_rates(conn, rates)
 
 
 def _logged(report: RunReport) -> RunReport:
@@ -197,7 +233,9 @@ def run_collection(
     A run whose `should_stop()` turns true before its write is abandoned: nothing is stored and
     it has no report.
     """
-    modules = [provider_module(name) for name in names]
+    modules = sorted(  # rate sources first: the providers convert with the rates just stored
+        (provider_module(name) for name in names), key=lambda m: not is_rate_source(m)
+    )
     replays = replays or {}
     for name in replays:
         provider_module(name)

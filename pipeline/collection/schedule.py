@@ -38,8 +38,8 @@ from pipeline.collection.leases import RENEWALS_PER_TTL, LeaseKeeper
 from pipeline.collection.runs import collect
 from pipeline.market.history import prune
 from pipeline.settings import Settings, SettingsError
-from scrapers import RetryTransport, build_client
-from scrapers.base import interruptible_sleep
+from scrapers import PROVIDERS, RetryTransport, build_client
+from scrapers.base import interruptible_sleep, is_rate_source
 from warehouse import Warehouse
 
 __all__ = ["Collector", "collect_provider", "deliver_webhooks"]
@@ -176,7 +176,10 @@ class Collector:
         # On a lake several collectors share the providers through leases; a file has one.
         self.leases = LeaseKeeper(warehouse, settings, now) if warehouse.lake else None
         standby = settings.standby_for if self.leases is not None else []
-        self.providers = list(dict.fromkeys([*settings.providers, *standby]))
+        self.providers = sorted(  # rate sources first: their first run precedes the others'
+            dict.fromkeys([*settings.providers, *standby]),
+            key=lambda name: not is_rate_source(PROVIDERS.get(name)),
+        )
         # One worker per provider: a hanging provider never delays the others.
         workers = max(1, len(self.providers))
         self.scheduler = BackgroundScheduler(

@@ -4,18 +4,33 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from pipeline.settings import Settings
+from scrapers import PROVIDERS
+from scrapers.base import is_rate_source
 from warehouse import Warehouse
 from warehouse import queries as q
+from warehouse.rates import latest_rate_dates
 
 __all__ = [
     "ProviderFreshness",
     "provider_freshness",
     "provider_status",
+    "rate_is_stale",
 ]
+
+MAX_RATE_AGE = timedelta(days=7)
+"""An offer converted with an exchange rate older than this (before its observation) is stale."""
+
+
+def rate_is_stale(offer: dict[str, Any]) -> bool:
+    """Whether `offer` (a row) was converted to USD with a rate over `MAX_RATE_AGE` old."""
+    fx_date, observed_at = offer.get("fx_date"), offer.get("observed_at")
+    if fx_date is None or observed_at is None:
+        return False
+    return bool(observed_at.date() - fx_date > MAX_RATE_AGE)
 
 @dataclass(frozen=True, slots=True)
 class ProviderFreshness:
@@ -33,6 +48,9 @@ class ProviderFreshness:
     last_error: str | None
     next_run_at: datetime | None = None
     interval_seconds: float | None = None
+    kind: str = "offers"
+    """`rates` for a rate source (the ECB): it stores exchange rates, never offers."""
+    last_rate_date: date | None = None
 
 
 def provider_status(warehouse: Warehouse) -> list[dict[str, Any]]:
@@ -52,6 +70,8 @@ def provider_freshness(
     """Freshness of every enabled provider (and any other that has stored runs), from `status`
     (`provider_status` rows) when the caller already holds them."""
     rows = {row["provider"]: row for row in status or provider_status(warehouse)}
+    with warehouse.cursor() as cur:
+        rate_dates = latest_rate_dates(cur)
     names = list(dict.fromkeys([*(providers or settings.providers), *rows]))
     result = []
     for name in names:
@@ -78,6 +98,8 @@ def provider_freshness(
                 last_error=row.get("last_error"),
                 next_run_at=next_runs(name),
                 interval_seconds=settings.interval(name).total_seconds(),
+                kind="rates" if is_rate_source(PROVIDERS.get(name)) else "offers",
+                last_rate_date=rate_dates.get(name),
             )
         )
     return result

@@ -22,6 +22,7 @@ from pipeline.market.freshness import (
     ProviderFreshness,
     provider_freshness,
     provider_status,
+    rate_is_stale,
     within_max_age,
 )
 from pipeline.market.history import check_as_of, snapshots_as_of
@@ -99,7 +100,9 @@ def answer_offers(
         query = query.model_copy(update={"providers": providers})
     select = offers or (lambda q: current_offers(warehouse, q))
     stale = {f.provider for f in freshness if f.stale}
-    rows = [{**row, "stale": row["provider"] in stale} for row in select(query)]
+    rows = [
+        {**row, "stale": row["provider"] in stale or rate_is_stale(row)} for row in select(query)
+    ]
     drawn = {row["provider"] for row in rows} | set(providers)
     return OffersAnswer(
         offers=rows,

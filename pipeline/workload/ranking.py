@@ -6,6 +6,9 @@ Pure functions over the workload model (`pipeline.workload.model`) and offer row
 
     hours = T / tokens_per_s (`pipeline.workload.hours`)      cost = price per hour × hours
 
+plus the offer's one-off setup fee (`setup_fee_usd`, Hetzner's dedicated servers), each month of
+the job billed at most the offer's monthly cap (`price_per_month_usd`): `job_cost_usd`.
+
 Each offer is timed in the first layout that fits it (`pipeline.workload.fit`) and on its own form
 factor; an offer that does not say which form factor is timed on the faster one its GPU id
 covers, with a range down to the slower, and a note.
@@ -37,8 +40,26 @@ __all__ = [
     "Quote",
     "Ranking",
     "Skipped",
+    "job_cost_usd",
     "rank_offers",
 ]
+
+HOURS_PER_MONTH = 730.0
+"""A billing month: 365 × 24 / 12 h (Scaleway's monthly_price = hourly × 730, EU.md)."""
+
+
+def job_cost_usd(offer: Mapping[str, Any], hours: float) -> float:
+    """USD for `hours` on `offer`: hourly, each month capped at the monthly price when the offer
+    has one, plus the one-off setup fee when it has one."""
+    price = float(offer["price_per_hour"])
+    cap = offer.get("price_per_month_usd")
+    if cap is None:
+        running = price * hours
+    else:
+        months, rest = divmod(hours, HOURS_PER_MONTH)
+        running = months * float(cap) + min(rest * price, float(cap))
+    return running + float(offer.get("setup_fee_usd") or 0.0)
+
 
 SPOT_NOT_CHEAPER = "spot offer not below the same machine's on-demand price"
 
@@ -206,7 +227,7 @@ def rank_offers(
         if plan.problem is not None or plan.hours is None:
             skipped[(gpu_id, plan.problem or "hours unknown")] += 1
             continue
-        cost = float(offer["price_per_hour"]) * plan.hours.hours
+        cost = job_cost_usd(offer, plan.hours.hours)
         if max_hours is not None and plan.hours.hours > max_hours:
             skipped[(gpu_id, f"over max_hours {max_hours:g}")] += 1
             continue
@@ -223,15 +244,14 @@ def rank_offers(
 
 def _quote(offer: Mapping[str, Any], plan: _Plan) -> Quote:
     assert plan.hours is not None
-    price = float(offer["price_per_hour"])
     h = plan.hours
     return Quote(
         offer=offer,
         gpus=int(offer["gpu_count"]),
         hours=h.hours,
         hours_range=(h.low, h.high),
-        cost_usd=price * h.hours,
-        cost_range_usd=(price * h.low, price * h.high),
+        cost_usd=job_cost_usd(offer, h.hours),
+        cost_range_usd=(job_cost_usd(offer, h.low), job_cost_usd(offer, h.high)),
         memory_per_gpu_gib=plan.memory_gib,
         headroom=plan.headroom,
         interruption_risk=SPOT_RISK if offer.get("pricing") == "spot" else None,

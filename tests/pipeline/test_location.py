@@ -46,7 +46,8 @@ def test_unknown_locations_stay_unknown(region):
 
 def test_every_mapped_country_is_in_the_country_table():
     for place in LOCATOR.places:
-        assert not place["country"] or place["country"] in LOCATOR.countries, place
+        for country in place["country"].split("|"):
+            assert not country or country in LOCATOR.countries, place
         assert place["source"]
 
 
@@ -73,3 +74,15 @@ def test_filters_accept_lists_commas_and_any_case():
     place = resolve(OfferScope(country=["de,fr", "no"], continent="europe", jurisdiction="EEA"))
     assert place.countries == {"DE", "FR", "NO"}
     assert (place.continent, place.jurisdiction) == ("Europe", "eea")
+
+
+def test_a_place_in_one_of_several_countries_keeps_only_the_flags_they_share():
+    verda = LOCATOR.locate("verda", None)  # Finland or Iceland: EEA, EU unknown
+    assert (verda.country, verda.continent, verda.eea, verda.eu) == (None, "Europe", True, None)
+    assert LOCATOR.locate("verda", "FIN-01") == verda  # a region it does not list: the same
+
+
+def test_a_region_prefix_maps_every_region_that_starts_with_it():
+    assert LOCATOR.locate("ovhcloud", "GRA11").country == "FR"
+    assert LOCATOR.locate("ovhcloud", "BHS5").country == "CA"
+    assert LOCATOR.locate("ovhcloud", "XYZ1").country is None

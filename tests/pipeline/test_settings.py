@@ -10,7 +10,13 @@ from pipeline.settings import DEFAULT_DB, Settings, SettingsError, parse_duratio
 def test_defaults_collect_every_provider_at_its_documented_interval():
     settings = Settings.load()
     assert settings.db == DEFAULT_DB
-    assert settings.providers == ["vastai", "runpod", "lambda", "coreweave"]
+    assert settings.providers == [
+        "ecb", "vastai", "runpod", "lambda", "coreweave", "scaleway", "ovhcloud", "verda",
+        "hetzner",
+    ]  # fmt: skip
+    assert settings.interval("ecb") == timedelta(days=1)
+    assert settings.interval("scaleway") == settings.interval("verda") == timedelta(hours=1)
+    assert settings.interval("ovhcloud") == settings.interval("hetzner") == timedelta(hours=6)
     assert settings.interval("vastai") == timedelta(minutes=10)
     assert settings.interval("runpod") == settings.interval("lambda") == timedelta(minutes=15)
     assert settings.interval("coreweave") == timedelta(hours=6)

@@ -1,0 +1,38 @@
+"""`collect --replay NAME=FILE`: recorded answers instead of the network (NAME=DIR for a
+provider that replays a directory of answers, such as Scaleway)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from scrapers import PROVIDERS
+from scrapers.base import replay_handler
+
+__all__ = ["parse_replays"]
+
+
+def parse_replays(values: list[str]) -> dict[str, Path]:
+    """Each `NAME=FILE` (or `NAME=DIR`) checked: a known provider, an existing file, or a
+    directory for a provider that replays one."""
+    replays: dict[str, Path] = {}
+    for value in values:
+        name, sep, file = value.partition("=")
+        if not sep or not name or not file:
+            raise typer.BadParameter(f"'{value}' is not NAME=FILE", param_hint="--replay")
+        path = Path(file)
+        if name not in PROVIDERS:
+            known = ", ".join(sorted(PROVIDERS))
+            raise typer.BadParameter(
+                f"unknown provider '{name}' (known: {known})", param_hint="--replay"
+            )
+        if path.is_dir():
+            try:  # a provider of many answers (Scaleway) replays a directory of them
+                replay_handler(PROVIDERS[name])
+            except ValueError as exc:
+                raise typer.BadParameter(str(exc), param_hint="--replay") from None
+        elif not path.is_file():
+            raise typer.BadParameter(f"no such file: {file}", param_hint="--replay")
+        replays[name] = path
+    return replays

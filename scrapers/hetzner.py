@@ -1,0 +1,109 @@
+"""Hetzner: the GEX dedicated GPU servers, from the website's own price feed.
+
+Quirks (see shared/provider-samples/EU.md, "Hetzner"):
+- No price API without Robot credentials; the website loads
+  `https://www.hetzner.com/_resources/app/data/app/live_data_prices.json`:
+  `products.{KEY}.locations[]` {`countryCode`, `datacenter`, `active`, `prices` {`hourly`,
+  `monthly`, `setup` → {`EUR`, `USD`} as **strings**, net of VAT}}. Unofficial: a shape change
+  is a bad payload (a failed run).
+- GPU specs are not in the feed: `PRODUCTS` maps the keys (GEX131 = `ROBOT_1747`, GEX63 =
+  `ROBOT_1767`: RTX PRO 6000 Blackwell Max-Q 96 GB; GEX45 = `ROBOT_1768`: RTX PRO 4000
+  Blackwell 24 GB). Other keys are other products.
+- Billing: hourly up to the monthly cap, plus a one-off setup fee: all three kept, in EUR (the
+  pipeline converts them with the ECB rate). The feed's own `USD` figures are not used for the
+  price: the parser only refuses a location whose hourly USD figure is missing or not positive.
+- `datacenter: "ALL"` is location-independent: the region is then unknown. An inactive location
+  is listed as not available.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, NamedTuple
+
+import httpx
+import orjson
+
+from scrapers.base import Credentials, fetch_bytes
+from scrapers.batch import OfferBatch
+from scrapers.errors import ProviderPayloadError
+from scrapers.models import ParseResult, Pricing, json_raw, reason_of
+
+NAME = "hetzner"
+ENV_KEY: str | None = None
+KEY_REQUIRED = False
+URL = "https://www.hetzner.com/_resources/app/data/app/live_data_prices.json"
+TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+CURRENCY = "EUR"
+ANY_DATACENTER = "ALL"
+
+
+class Product(NamedTuple):
+    name: str
+    gpu_raw: str
+    vram_gb: float
+
+
+PRODUCTS = {
+    "ROBOT_1747": Product("GEX131", "RTX PRO 6000 Blackwell Max-Q", 96.0),
+    "ROBOT_1767": Product("GEX63", "RTX PRO 6000 Blackwell Max-Q", 96.0),
+    "ROBOT_1768": Product("GEX45", "RTX PRO 4000 Blackwell", 24.0),
+}
+"""Feed keys of the GEX servers (Hetzner GPU matrix page `product-key` attributes, EU.md)."""
+
+
+def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
+    return fetch_bytes(client, "GET", URL, provider=NAME, timeout=TIMEOUT)
+
+
+def parse(payload: bytes, observed_at: datetime) -> ParseResult:
+    try:
+        products = orjson.loads(payload)["products"]
+    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ProviderPayloadError(f"{NAME}: body has no 'products' object ({exc})") from exc
+    if not isinstance(products, dict):
+        raise ProviderPayloadError(f"{NAME}: 'products' is not an object")
+    records = [
+        (key, location)
+        for key in PRODUCTS
+        for location in (products.get(key) or {}).get("locations") or []
+    ]
+    batch = OfferBatch(
+        NAME, observed_at, raw_of=lambda i: json_raw(records[i][1]),
+        id_of=lambda i: f"{records[i][0]}@{records[i][1].get('datacenter')}",
+    )  # fmt: skip
+    for i, (key, location) in enumerate(records):
+        try:
+            batch.add(i, [_offer_of(PRODUCTS[key], location)])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            batch.reject(i, reason_of(exc))
+    return batch.finish()
+
+
+def _amount(prices: dict[str, Any], period: str, currency: str) -> float:
+    text = prices[period][currency]
+    if not isinstance(text, str | int | float) or isinstance(text, bool):
+        raise TypeError(f"prices.{period}.{currency} is not a number: {text!r}")
+    return float(text)
+
+
+def _offer_of(product: Product, location: dict[str, Any]) -> dict[str, Any]:
+    prices = location["prices"]
+    if _amount(prices, "hourly", "USD") <= 0:
+        raise ValueError("prices.hourly.USD must be positive (the feed's own check figure)")
+    datacenter = location["datacenter"]
+    region = None if datacenter == ANY_DATACENTER else datacenter
+    return {
+        "offer_id": f"{product.name}@{datacenter}",
+        "gpu_raw": product.gpu_raw,
+        "gpu_count": 1,  # every GEX server has one GPU (Hetzner GPU matrix)
+        "vram_gb": product.vram_gb,
+        "pricing": Pricing.ON_DEMAND,
+        "price_per_hour": _amount(prices, "hourly", CURRENCY),
+        "currency": CURRENCY,
+        "setup_fee_native": _amount(prices, "setup", CURRENCY),
+        "price_per_month_native": _amount(prices, "monthly", CURRENCY),
+        "region": region,
+        "available": bool(location.get("active", True)),
+        "tier": product.name,
+    }
