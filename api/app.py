@@ -9,10 +9,12 @@ from datetime import datetime
 import httpx
 from fastapi import Depends, FastAPI
 
+from api.rest.docs import install_offline_docs
 from api.rest.edge import BodyLimitMiddleware, HeadAsGetMiddleware, known_query_only
 from api.rest.problems import install_problem_handlers
 from api.rest.routes import (
     alerts,
+    collections,
     gpus,
     health,
     history,
@@ -71,6 +73,8 @@ def create_app(
         summary="Where to fine-tune an LLM right now, and for how much.",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # served below from local files: the docs work offline
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.clock = clock
@@ -79,9 +83,12 @@ def create_app(
     install_problem_handlers(app)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(HeadAsGetMiddleware)
-    routers = (quotes, offers, history, gpus, providers, regions, metrics, health, alerts)
+    routers = (
+        quotes, offers, history, gpus, providers, regions, metrics, health, alerts, collections
+    )
     for module in routers:  # the API; the web page reads its own query leniently
         app.include_router(module.router, dependencies=[Depends(known_query_only)])
+    install_offline_docs(app)  # before the page's /static mount, which would shadow its files
     app.include_router(web.router)
     web.mount_static(app)
     return app
