@@ -116,19 +116,22 @@ def _no_offers(scope: OfferScope, dated: bool) -> str:
     )
 
 
-_NUMERIC = ("$/GPU-h", "$/h", "GPUs")
+_NUMERIC = ("$/GPU-h", "GPUs")
+_WRAPPED = ("GPU", "region", "state")
+"""Columns that wrap when 80 columns are tight; prices and names never do."""
 
 
 def offers_table(rows: list[dict[str, Any]]) -> Table:
-    """Fits 80 columns: availability and staleness in one `state` column, regions folded."""
+    """Fits 80 columns: availability and staleness in one `state` column, long names wrapped;
+    the instance price and the rest are in `--format json|csv`."""
     observed = sorted({row["observed_at"] for row in rows})
     caption = f"observed {observed[0]} .. {observed[-1]}" if observed else None
     stale = sum(row["stale"] for row in rows)
     title = f"{len(rows)} offers" + (f", {stale} stale" if stale else "")
     table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False)
-    for header in ("GPU", "provider", "pricing", "$/GPU-h", "$/h", "GPUs", "region", "state"):
-        if header == "region":
-            table.add_column(header, overflow="fold", min_width=8, ratio=1)
+    for header in ("GPU", "provider", "pricing", "$/GPU-h", "GPUs", "region", "state"):
+        if header in _WRAPPED:
+            table.add_column(header, overflow="fold", min_width=8)
         else:
             justify = "right" if header in _NUMERIC else "left"
             table.add_column(header, no_wrap=True, justify=justify)
@@ -136,15 +139,14 @@ def offers_table(rows: list[dict[str, Any]]) -> Table:
         gpu = row["gpu"] or f"{row['gpu_raw']} (?)"
         if row["form_factor"]:
             gpu += f" {row['form_factor']}"
-        state = "ok" if row["available"] else "sold out"
+        state = "available" if row["available"] else "sold out"
         if row["stale"]:
-            state = "[yellow]STALE[/yellow]" if row["available"] else "sold out, STALE"
+            state += " [yellow]STALE[/yellow]"
         table.add_row(
             gpu,
             row["provider"],
             "spot" if row["pricing"] == "spot" else "on-demand",
             f"{row['price_per_gpu_hour']:.4f}",
-            f"{row['price_per_hour']:.2f}",
             str(row["gpu_count"]),
             row["region"] or "-",
             state,
