@@ -65,6 +65,11 @@ class PageData:
     """Message per part of the page: `filters`, `chart` or `quotes`."""
 
     @property
+    def has_data(self) -> bool:
+        """Whether any provider has a snapshot (else the page says what to do)."""
+        return any(f.observed_at is not None for f in self.providers)
+
+    @property
     def stale(self) -> list[ProviderFreshness]:
         return [f for f in self.providers if f.stale]
 

@@ -20,6 +20,7 @@ import httpx
 
 from pipeline.base import provider_module, utc_now
 from pipeline.catalog import Catalog, get_catalog
+from pipeline.collection.failures import failure_words
 from pipeline.collection.normalize import normalize, offers_to_table, rejects_to_table
 from scrapers import Credentials, ProviderError, ProviderModule, build_client
 from scrapers.base import credentials_from_env
@@ -122,10 +123,10 @@ def _collect_one(
         progress(provider.NAME, "parsing")
         result = normalize(provider.parse(payload, observed), catalog)
     except ProviderError as exc:  # a fetch cancelled by a shutdown is abandoned below
-        failure = str(exc)
+        failure = failure_words(exc)
     except Exception as exc:  # the per-provider edge: a parser bug must not stop the others
         logger.exception("%s failed unexpectedly", provider.NAME)
-        failure = f"{type(exc).__name__}: {exc}"
+        failure = failure_words(exc)
     if should_stop():
         logger.info(
             "run provider=%s status=abandoned (shutting down before its write)", provider.NAME
