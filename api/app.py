@@ -40,13 +40,15 @@ def create_app(
     *,
     clock: Callable[[], datetime] = utc_now,
     client_factory: Callable[[], httpx.Client] | None = None,
+    on_shutdown: Callable[[], None] | None = None,
 ) -> FastAPI:
     """The app over `settings.db` (or over `warehouse` when the caller already opened one).
 
     With `settings.scheduler` on, the app also collects on schedule through the same database
     handle it reads from, starting at start-up; the lifespan stops the schedule (letting a running
     write finish) before the database is closed. `settings.role == "api"` is a read-only replica:
-    no collection, no webhook sending, no pruning.
+    no collection, no webhook sending, no pruning. `on_shutdown` runs last when the app stops
+    (`serve` removes its address file there: uvicorn re-raises SIGTERM once the app is down).
     """
 
     @asynccontextmanager
@@ -67,6 +69,8 @@ def create_app(
                 app.state.collector.shutdown()
             if owned:
                 app.state.warehouse.close()
+            if on_shutdown is not None:
+                on_shutdown()
 
     app = FastAPI(
         title="gpuprices",

@@ -46,19 +46,22 @@ def _run(settings: Settings) -> None:
     logging.getLogger("apscheduler").setLevel(logging.WARNING)  # our own run lines say enough
     tune_for_serving()  # the event loop's wait for the GIL; garbage collection pauses
     target = settings.warehouse_target
-    if isinstance(target, Path):
-        write_address(target, settings.host, settings.port)
+    db = target if isinstance(target, Path) else None
+    if db is not None:
+        write_address(db, settings.host, settings.port)
     try:
         uvicorn.run(
-            create_app(settings, warehouse),
+            create_app(
+                settings, warehouse, on_shutdown=lambda: remove_address(db) if db else None
+            ),
             host=settings.host,
             port=settings.port,
             log_level="info",
             timeout_graceful_shutdown=30,
         )
     finally:
-        if isinstance(target, Path):
-            remove_address(target)
+        if db is not None:
+            remove_address(db)
         warehouse.close()
 
 

@@ -66,13 +66,14 @@ def fill_demo(
     settings: Settings,
     *,
     now: Callable[[], datetime] = utc_now,
-    history: timedelta = DEMO_HISTORY,
+    history: timedelta | None = None,
     step: timedelta = DEMO_STEP,
 ) -> list[RunReport]:
-    """Replay every recorded answer at `step`s over the past `history`, the last one now."""
+    """Replay every recorded answer at `step`s over the past `history` (`DEMO_HISTORY`), the
+    last one now."""
     bodies = demo_bodies()
     end = now()
-    count = int(history / step)
+    count = int((history if history is not None else DEMO_HISTORY) / step)
     reports: list[RunReport] = []
     for back in range(count, -1, -1):
         at = end - step * back
