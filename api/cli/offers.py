@@ -128,10 +128,10 @@ def offers_table(rows: list[dict[str, Any]]) -> Table:
     caption = f"observed {observed[0]} .. {observed[-1]}" if observed else None
     stale = sum(row["stale"] for row in rows)
     title = f"{len(rows)} offers" + (f", {stale} stale" if stale else "")
-    table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False)
+    table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0))
     for header in ("GPU", "provider", "pricing", "$/GPU-h", "GPUs", "region", "state"):
-        if header in _WRAPPED:
-            table.add_column(header, overflow="fold", min_width=8)
+        if header in _WRAPPED:  # words wrap; only a word longer than the column is cut
+            table.add_column(header, overflow="fold", min_width=9)
         else:
             justify = "right" if header in _NUMERIC else "left"
             table.add_column(header, no_wrap=True, justify=justify)

@@ -300,7 +300,7 @@ class Collector:
         if all(report.status == "ok" for report in collected.reports):
             self.failures.pop(provider, None)
             return
-        failures = self.failures[provider] = self.failures.get(provider, 0) + 1
+        failures = self.failures.get(provider, 0) + 1
         delay = retry_delay(failures, self.settings.interval(provider))
         job = self.scheduler.get_job(event.job_id)
         soon = datetime.now(job.next_run_time.tzinfo) + delay if job and job.next_run_time else None
@@ -309,6 +309,7 @@ class Collector:
             logger.info(
                 "%s failed %d time(s) in a row; next try in %s", provider, failures, delay
             )
+        self.failures[provider] = failures  # after the job moved (tests wait for this)
 
     @staticmethod
     def _on_event(event: JobExecutionEvent) -> None:
