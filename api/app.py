@@ -82,6 +82,7 @@ def create_app(
     )
     app.state.settings = settings
     app.state.clock = clock
+    app.state.client_factory = client_factory  # what collections asked over HTTP fetch with
     app.state.collector = None
 
     install_problem_handlers(app)

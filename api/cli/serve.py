@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from api.cli.common import ConfigOption, DbOption, err, load_settings, user_errors
-from api.cli.remote import remove_address, write_address
+from api.cli.remote import remote_for, remove_address, write_address
 from pipeline.collection.demo import DEMO_DB, DEMO_HISTORY, demo_settings, fill_demo
 from pipeline.errors import PipelineError
 from pipeline.settings import Settings
@@ -119,6 +119,9 @@ def demo(
             "which the demo rebuilds)"
         )
     settings = demo_settings(load_settings(db, config, host=host, port=port))
+    running = remote_for(settings, None)
+    if running is not None:
+        raise PipelineError(f"the demo is already being served at {running.url}")
     db.unlink(missing_ok=True)
     db.with_name(db.name + ".wal").unlink(missing_ok=True)
     db.parent.mkdir(parents=True, exist_ok=True)

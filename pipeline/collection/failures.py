@@ -59,13 +59,20 @@ def _network_words(exc: httpx.RequestError) -> str | None:
 
 
 def failure_words(exc: BaseException) -> str:
-    """The failure as one readable sentence: a network error in words, else the message of our
-    own error (which already says what to fix), else the exception's type and message."""
+    """The failure as one readable sentence. Our own errors already say what to fix and keep
+    their context (`runpod: ... (stock in EU CZ)`); only the raw network text in them
+    (`ConnectError: [Errno -2] Name or service not known`) is put in words. Any other exception
+    is its type and message, or the network failure in words."""
+    ours = type(exc).__module__.startswith(("scrapers", "pipeline"))
+    text = str(exc) if ours else f"{type(exc).__name__}: {exc}"
     for link in _chain(exc):
-        if isinstance(link, httpx.RequestError):
-            words = _network_words(link)
-            if words is not None:
-                return words
-    if type(exc).__module__.startswith(("scrapers", "pipeline")):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
+        if not isinstance(link, httpx.RequestError):
+            continue
+        words = _network_words(link)
+        if words is None:
+            break
+        for raw in (f"{type(link).__name__}: {link}", str(link)):
+            if raw and raw in text:
+                return text.replace(raw, words, 1)
+        return text if ours else words
+    return text

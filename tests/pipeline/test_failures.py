@@ -35,7 +35,7 @@ def _failing(error: str):
 def test_a_network_failure_is_stored_in_words(warehouse, error, words):
     (report,) = run_collection(["vastai"], warehouse, client_factory=_failing(error))
     assert report.status == "failed"
-    assert report.error is not None and report.error.startswith(words)
+    assert report.error is not None and report.error.startswith(f"vastai: {words}")
     assert "Errno" not in report.error and "ConnectError" not in report.error
 
 

@@ -23,7 +23,7 @@ from api.rest.schemas_collections import CollectionOut, collection_out
 from pipeline.collection.runs import collect
 from pipeline.errors import PipelineError
 from pipeline.timeparse import check_not_future, parse_time
-from scrapers import PROVIDERS
+from scrapers import PROVIDERS, build_client
 
 __all__ = ["router"]
 
@@ -79,6 +79,7 @@ def _replay_name(upload: UploadFile) -> str:
 
 @router.post("", response_model=CollectionOut, summary="Collect now (or replay uploaded bodies)")
 def post_collection(
+    request: Request,
     warehouse: WarehouseDep,
     settings: SettingsDep,
     clock: ClockDep,
@@ -119,6 +120,12 @@ def post_collection(
             path.write_bytes(upload.file.read())
             replays[name] = path
         collected = collect(
-            names, warehouse, settings, now=clock, observed_at=observed_at, replays=replays
+            names,
+            warehouse,
+            settings,
+            now=clock,
+            observed_at=observed_at,
+            replays=replays,
+            client_factory=request.app.state.client_factory or build_client,
         )
     return collection_out(collected)
