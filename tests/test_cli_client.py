@@ -151,6 +151,12 @@ def test_an_api_error_is_one_line_and_a_bad_question_exits_2(server):
     assert "Unknown GPU 'H1000'" in result.output and "Traceback" not in result.output
 
 
+def test_prune_beside_a_server_says_the_server_prunes(server):
+    url, db = server
+    result = invoke("prune", "--db", db)
+    assert result.exit_code == 1 and f"{url} holds this database" in result.output
+
+
 def test_an_unreachable_api_is_one_line_exit_1():
     result = invoke("offers", "--api", f"http://127.0.0.1:{free_port()}")
     assert result.exit_code == 1

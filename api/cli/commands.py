@@ -106,7 +106,13 @@ def export_command(
 @user_errors
 def prune_cmd(db: DbOption = None, config: ConfigOption = None) -> None:
     """Delete raw observations older than the retention window (summaries are kept)."""
-    deleted = cli_history.prune_command(load_settings(db, config))
+    settings = load_settings(db, config)
+    running = remote_for(settings, None)
+    if running is not None:
+        raise PipelineError(
+            f"the server at {running.url} holds this database and prunes it daily by itself"
+        )
+    deleted = cli_history.prune_command(settings)
     err.print(", ".join(f"{table}: {n} deleted" for table, n in deleted.items()))
 
 
