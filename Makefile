@@ -10,7 +10,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 BENCH_RESULTS := $(VENV)/bench-results.jsonl
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test lint bench clean browser
+.PHONY: run demo test lint bench clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,6 +26,11 @@ $(STAMP): $(RUN_STAMP) pyproject.toml
 
 run: $(RUN_STAMP)
 	$(BIN)/gpuprices serve --host 0.0.0.0 --port 8000
+
+# The whole product offline: data/demo.duckdb filled from recorded answers shipped with the
+# package (two days of hourly history ending now), served on http://127.0.0.1:8000/ as demo data.
+demo: $(RUN_STAMP)
+	$(BIN)/gpuprices demo --port 8000
 
 # Headless Chromium for tests/e2e: Debian's chromium + chromium-driver, never a browser download.
 browser:

@@ -9,10 +9,12 @@ from datetime import datetime
 import httpx
 from fastapi import Depends, FastAPI
 
+from api.rest.docs import install_offline_docs
 from api.rest.edge import BodyLimitMiddleware, HeadAsGetMiddleware, known_query_only
 from api.rest.problems import install_problem_handlers
 from api.rest.routes import (
     alerts,
+    collections,
     gpus,
     health,
     history,
@@ -38,13 +40,15 @@ def create_app(
     *,
     clock: Callable[[], datetime] = utc_now,
     client_factory: Callable[[], httpx.Client] | None = None,
+    on_shutdown: Callable[[], None] | None = None,
 ) -> FastAPI:
     """The app over `settings.db` (or over `warehouse` when the caller already opened one).
 
     With `settings.scheduler` on, the app also collects on schedule through the same database
     handle it reads from, starting at start-up; the lifespan stops the schedule (letting a running
     write finish) before the database is closed. `settings.role == "api"` is a read-only replica:
-    no collection, no webhook sending, no pruning.
+    no collection, no webhook sending, no pruning. `on_shutdown` runs last when the app stops
+    (`serve` removes its address file there: uvicorn re-raises SIGTERM once the app is down).
     """
 
     @asynccontextmanager
@@ -65,23 +69,31 @@ def create_app(
                 app.state.collector.shutdown()
             if owned:
                 app.state.warehouse.close()
+            if on_shutdown is not None:
+                on_shutdown()
 
     app = FastAPI(
         title="gpuprices",
         summary="Where to fine-tune an LLM right now, and for how much.",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # served below from local files: the docs work offline
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.clock = clock
+    app.state.client_factory = client_factory  # what collections asked over HTTP fetch with
     app.state.collector = None
 
     install_problem_handlers(app)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(HeadAsGetMiddleware)
-    routers = (quotes, offers, history, gpus, providers, regions, metrics, health, alerts)
+    routers = (
+        quotes, offers, history, gpus, providers, regions, metrics, health, alerts, collections
+    )
     for module in routers:  # the API; the web page reads its own query leniently
         app.include_router(module.router, dependencies=[Depends(known_query_only)])
+    install_offline_docs(app)  # before the page's /static mount, which would shadow its files
     app.include_router(web.router)
     web.mount_static(app)
     return app

@@ -90,6 +90,11 @@ class Settings(BaseSettings):
         description="Testing only: scheduled runs replay <dir>/<provider>.* instead of fetching "
         "(<provider>.url: a loopback URL that takes all its requests)",
     )
+    demo: bool = Field(
+        default=False,
+        description="The data is the recorded demo (`gpuprices demo`): labelled so on the page "
+        "and in the API",
+    )
     host: str = Field(default="127.0.0.1", description="Address `serve` listens on")
     port: int = Field(default=8000, ge=1, le=65535, description="Port `serve` listens on")
     providers: Annotated[list[str], NoDecode] = Field(

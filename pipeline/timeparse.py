@@ -32,6 +32,7 @@ __all__ = [
     "check_not_future",
     "parse_duration",
     "parse_time",
+    "parse_time_or_ago",
 ]
 
 MAX_DURATION = timedelta(days=3650)
@@ -120,6 +121,19 @@ def parse_time(value: Any) -> datetime:
             f"to {MAX_TIME:%Y-%m-%d}"
         )
     return utc
+
+
+def parse_time_or_ago(value: Any, now: datetime) -> datetime:
+    """A time as `parse_time` reads it, or a duration meaning that long before `now`
+    (`7d`, `2h`, `PT30M`): what a `--since` or `--as-of` option takes."""
+    try:
+        return parse_time(value)
+    except TimeParseError as exc:
+        try:
+            ago = parse_duration(value)
+        except TimeParseError:
+            raise TimeParseError(f"{exc}; or a duration ago such as 7d or 2h") from None
+        return parse_time(now - ago)
 
 
 def check_not_future(at: datetime, now: datetime, name: str = "time") -> datetime:

@@ -40,7 +40,7 @@ def test_add_prints_the_rule_its_id_and_its_secret_once(db_path, local_hooks):
     )
     assert result.exit_code == 0, result.output
     assert "alr_" in result.stdout and "whsec_" in result.stdout
-    assert "H100-80GB at or below $1.5/GPU-h (vastai)" in result.stdout
+    assert "H100-80GB at or below $1.5/GPU-h (vastai, on_demand)" in result.stdout
     listed = invoke("alerts", "list", "--format", "json", "--db", db_path)
     assert listed.exit_code == 0 and "whsec_" not in listed.stdout
     [alert] = json.loads(listed.stdout)["alerts"]

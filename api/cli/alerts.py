@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import orjson
 import typer
@@ -28,8 +29,10 @@ from api.cli.common import (
     out,
     user_errors,
 )
+from api.cli.remote import ApiOption, remote_for
 from api.cli.scope import scope_options
 from api.rest.schemas_alerts import (
+    AlertCreatedOut,
     AlertIn,
     AlertOut,
     AlertsPage,
@@ -164,8 +167,11 @@ def add(
     fmt: FormatOption = AlertFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,
+    api: ApiOption = None,
 ) -> None:
-    """Create an alert; prints it with its id and, this once, its signing secret."""
+    """Create an alert; prints it with its id and, this once, its signing secret.
+
+    A price alert watches on-demand offers unless --pricing spot is given."""
     kind, saved = _condition(scope.gpu, below, available, workload, below_cost)
     wait = option_duration(cooldown, "--cooldown")
     condition = Condition(
@@ -177,8 +183,23 @@ def add(
     )
     spec = AlertSpec(url=url, condition=condition, band=band, cooldown=wait)
     settings = load_settings(db, config)
-    with Warehouse.open(settings.warehouse_target) as warehouse:
-        created = created_out(create_alert(warehouse, spec, settings, datetime.now(UTC)))
+    remote = remote_for(settings, api)
+    if remote is not None:
+        body = {
+            **scope.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+            "url": url,
+            "kind": str(kind),
+            "below_price_per_gpu_hour": condition.below_price_per_gpu_hour,
+            "below_cost_usd": condition.below_cost_usd,
+            "workload": saved,
+            "band": band,
+            "cooldown": wait.total_seconds(),
+        }
+        answer = remote.request("POST", "/alerts", json_body=body)
+        created = AlertCreatedOut.model_validate(answer)
+    else:
+        with Warehouse.open(settings.warehouse_target) as warehouse:
+            created = created_out(create_alert(warehouse, spec, settings, datetime.now(UTC)))
     if fmt is AlertFormat.JSON:
         _print_json(created)
         return
@@ -194,11 +215,19 @@ def add(
 @alerts_app.command("list")
 @user_errors
 def list_command(
-    fmt: FormatOption = AlertFormat.TABLE, db: DbOption = None, config: ConfigOption = None
+    fmt: FormatOption = AlertFormat.TABLE,
+    db: DbOption = None,
+    config: ConfigOption = None,
+    api: ApiOption = None,
 ) -> None:
     """Every alert with its state (armed, last value, last fired)."""
-    with open_existing(load_settings(db, config)) as warehouse:
-        alerts = [alert_out(status) for status in list_alerts(warehouse)]
+    settings = load_settings(db, config)
+    remote = remote_for(settings, api)
+    if remote is not None:
+        alerts = AlertsPage.model_validate(remote.get("/alerts")).alerts
+    else:
+        with open_existing(settings) as warehouse:
+            alerts = [alert_out(status) for status in list_alerts(warehouse)]
     if fmt is AlertFormat.JSON:
         _print_json(AlertsPage(alerts=alerts, count=len(alerts)))
         return
@@ -230,10 +259,16 @@ def rm(
     alert_id: Annotated[str, typer.Argument(metavar="ID")],
     db: DbOption = None,
     config: ConfigOption = None,
+    api: ApiOption = None,
 ) -> None:
     """Delete an alert; its pending deliveries are cancelled."""
-    with open_existing(load_settings(db, config)) as warehouse:
-        delete_alert(warehouse, alert_id, datetime.now(UTC))
+    settings = load_settings(db, config)
+    remote = remote_for(settings, api)
+    if remote is not None:
+        remote.request("DELETE", f"/alerts/{quote(alert_id, safe='')}")
+    else:
+        with open_existing(settings) as warehouse:
+            delete_alert(warehouse, alert_id, datetime.now(UTC))
     err.print(f"deleted {alert_id}")
 
 
@@ -266,11 +301,17 @@ def test(
     fmt: FormatOption = AlertFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,
+    api: ApiOption = None,
 ) -> None:
     """Send an `alert.test` event now (later retries, if any, belong to `serve`)."""
     settings = load_settings(db, config)
-    with open_existing(settings) as warehouse:
-        delivery = delivery_out(send_test(warehouse, settings, alert_id))
+    remote = remote_for(settings, api)
+    if remote is not None:
+        answer = remote.request("POST", f"/alerts/{quote(alert_id, safe='')}/test")
+        delivery = DeliveryOut.model_validate(answer)
+    else:
+        with open_existing(settings) as warehouse:
+            delivery = delivery_out(send_test(warehouse, settings, alert_id))
     if fmt is AlertFormat.JSON:
         _print_json(delivery)
     else:
@@ -287,10 +328,17 @@ def deliveries(
     fmt: FormatOption = AlertFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,
+    api: ApiOption = None,
 ) -> None:
     """Every delivery of an alert with each attempt: time, status code, latency, error."""
-    with open_existing(load_settings(db, config)) as warehouse:
-        logs = [delivery_out(log) for log in alert_deliveries(warehouse, alert_id, limit)]
+    settings = load_settings(db, config)
+    remote = remote_for(settings, api)
+    if remote is not None:
+        path = f"/alerts/{quote(alert_id, safe='')}/deliveries"
+        logs = DeliveriesPage.model_validate(remote.get(path, {"limit": limit})).deliveries
+    else:
+        with open_existing(settings) as warehouse:
+            logs = [delivery_out(log) for log in alert_deliveries(warehouse, alert_id, limit)]
     if fmt is AlertFormat.JSON:
         _print_json(DeliveriesPage(deliveries=logs, count=len(logs)))
         return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, ParamSpec, TypeVar
 
@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from pipeline.errors import PipelineError
 from pipeline.settings import Settings
-from pipeline.timeparse import TimeParseError, parse_duration, parse_time
+from pipeline.timeparse import TimeParseError, parse_duration, parse_time_or_ago
 from scrapers import ProviderError
 from warehouse import Warehouse, WarehouseError
 
@@ -61,7 +61,7 @@ def user_errors(command: Callable[P, R]) -> Callable[P, R]:
             return command(*args, **kwargs)
         except (PipelineError, WarehouseError, ProviderError) as exc:
             print_error(exc)
-            raise typer.Exit(1) from None
+            raise typer.Exit(getattr(exc, "exit_code", 1)) from None
 
     return wrapper
 
@@ -87,11 +87,12 @@ def open_existing(settings: Settings) -> Warehouse:
 
 
 def option_time(value: str | None, option: str) -> datetime | None:
-    """An ISO 8601 time or date option, read by the one shared parser; a usage error if bad."""
+    """A time option, read by the one shared parser: an ISO 8601 date-time or date, or a
+    duration meaning that long ago (`7d`, `2h`, `PT30M`); a usage error if neither."""
     if value is None:
         return None
     try:
-        return parse_time(value)
+        return parse_time_or_ago(value, datetime.now(UTC))
     except TimeParseError as exc:
         raise typer.BadParameter(str(exc), param_hint=option) from None
 

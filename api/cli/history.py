@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.table import Table
 
 from api.cli.common import open_existing, option_time
+from api.cli.remote import Remote, query_params
+from api.rest.observations import unpack_observations
 from api.rest.schemas import HistoryOut
 from pipeline.market.history import HistoryQuery, export_partitioned, price_history, prune
 from pipeline.settings import Settings
@@ -34,9 +36,13 @@ def sparkline(values: list[float]) -> str:
     )
 
 
-def history(settings: Settings, query: HistoryQuery, fmt: str) -> None:
-    with open_existing(settings) as warehouse:
-        body = HistoryOut.model_validate(price_history(warehouse, query, datetime.now(UTC)))
+def history(settings: Settings, query: HistoryQuery, fmt: str, remote: Remote | None) -> None:
+    if remote is not None:
+        body = HistoryOut.model_validate(remote.get("/prices/history", query_params(query)))
+    else:
+        with open_existing(settings) as warehouse:
+            found = price_history(warehouse, query, datetime.now(UTC))
+        body = HistoryOut.model_validate(found)
     data = body.model_dump(mode="json")
     if fmt == "json":
         sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
@@ -102,18 +108,22 @@ def history(settings: Settings, query: HistoryQuery, fmt: str) -> None:
     Console().print(table)
 
 
-def export(settings: Settings, since: str, until: str | None, out: Path) -> int:
+def export(
+    settings: Settings, since: str, until: str | None, out: Path, remote: Remote | None
+) -> int:
     start = option_time(since, "--since")
     end = option_time(until, "--until") or datetime.now(UTC)
     assert start is not None
-    with open_existing(settings) as warehouse:
-        try:
+    try:
+        if remote is not None:
+            params = {"since": start.isoformat(), "until": end.isoformat()}
+            archive = remote.get("/export/observations.tar", params)
+            return unpack_observations(archive, out)
+        with open_existing(settings) as warehouse:
             return export_partitioned(warehouse, start, end, out)
-        except OSError as exc:  # a folder that cannot be made or written
-            reason = exc.strerror or str(exc)
-            raise typer.BadParameter(
-                f"cannot write to {out}: {reason}", param_hint="--out"
-            ) from None
+    except OSError as exc:  # a folder that cannot be made or written
+        reason = exc.strerror or str(exc)
+        raise typer.BadParameter(f"cannot write to {out}: {reason}", param_hint="--out") from None
 
 
 def prune_command(settings: Settings) -> dict[str, int]:

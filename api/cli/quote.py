@@ -15,9 +15,19 @@ from typing import Annotated, Any
 
 import orjson
 import typer
+from rich import box
 from rich.table import Table
 
-from api.cli.common import err, load_settings, open_existing, out, print_error
+from api.cli.common import (
+    ConfigOption,
+    DbOption,
+    err,
+    load_settings,
+    open_existing,
+    out,
+    print_error,
+)
+from api.cli.remote import ApiOption, remote_for
 from api.cli.scope import scope_options
 from api.rest.schemas_quotes import (
     MAX_PARAMS_B,
@@ -29,6 +39,7 @@ from api.rest.schemas_quotes import (
 )
 from pipeline.errors import PipelineError, UnknownGpuError, WorkloadError
 from pipeline.market.scope import OfferScope
+from pipeline.workload.architectures import model_key
 from pipeline.workload.model import LoraTargets, Method, Optimizer, Precision, Profile, Workload
 from pipeline.workload.quotes import QUOTE_SCOPE, QuoteRequest, check_hardware, quote_offers
 from scrapers.models import FormFactor
@@ -50,9 +61,9 @@ def _read_config(path: Path) -> dict[str, Any]:
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise typer.BadParameter(f"cannot read {path}: {exc}", param_hint="--config") from None
+        raise typer.BadParameter(f"cannot read {path}: {exc}", param_hint="--hf-config") from None
     if not isinstance(config, dict):
-        raise typer.BadParameter(f"{path} is not a JSON object", param_hint="--config")
+        raise typer.BadParameter(f"{path} is not a JSON object", param_hint="--hf-config")
     return config
 
 
@@ -61,10 +72,43 @@ def _print_json(model: QuotesOut | HardwareOut) -> None:
     sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
+_SHARDED = {
+    "ddp": "a full copy on each GPU (data parallel)",
+    "zero1": "optimizer states split across the GPUs (ZeRO-1)",
+    "zero2": "gradients and optimizer states split across the GPUs (ZeRO-2)",
+    "zero3": "weights, gradients and optimizer states split across the GPUs (ZeRO-3)",
+    "fsdp": "weights, gradients and optimizer states split across the GPUs (FSDP)",
+}
+
+
+def layout_words(layout: str, gpus: int) -> str:
+    """`zero3+offload` on 8 GPUs, in words."""
+    sharding, _, offload = layout.partition("+")
+    if gpus <= 1 or sharding in ("none", "offload"):
+        words = "the whole job on one GPU"
+    else:
+        words = f"{gpus} GPUs, " + _SHARDED.get(sharding, sharding)
+    if offload or sharding == "offload":
+        words += "; optimizer states in CPU RAM (offload)"
+    return words
+
+
+def _model_line(model: QuotesOut | HardwareOut, asked: str | None) -> str:
+    w = model.workload
+    line = f"model {w.model} ({w.params_b:g} B parameters, {w.method}"
+    line += f", {w.trainable_params_m:,.1f} M trained)" if w.method != "full" else ")"
+    if asked and model_key(asked) != model_key(w.model):
+        line += f"; {asked} uses the {w.model} architecture (same shape)"
+    return line
+
+
 def _memory_line(model: QuotesOut | HardwareOut) -> str:
     m = model.memory
     parts = ", ".join(f"{k} {v:.1f}" for k, v in m.breakdown.model_dump().items())
-    return f"{m.per_gpu_gib:.1f} GiB per GPU on {m.n_gpus} ({m.sharding}): {parts}"
+    return (
+        f"memory: {m.per_gpu_gib:.1f} GiB per GPU with {layout_words(m.layout, m.n_gpus)} "
+        f"({parts} GiB)"
+    )
 
 
 def _print_hardware(result: HardwareOut) -> None:
@@ -73,7 +117,7 @@ def _print_hardware(result: HardwareOut) -> None:
     out.print(
         f"{result.workload.model} {result.workload.method} on {fit.gpus} × {fit.gpu}: {verdict}"
     )
-    out.print(_memory_line(result), highlight=False)
+    out.print(_memory_line(result), highlight=False, soft_wrap=True)
     out.print(f"usable {fit.usable_gib:.1f} GiB per GPU, headroom {fit.headroom:.0%}")
     out.print(f"fewest GPUs that fit: {fit.min_gpus if fit.min_gpus is not None else 'none'}")
     if fit.hours is not None and fit.hours_range is not None:
@@ -89,40 +133,43 @@ def _print_hardware(result: HardwareOut) -> None:
 
 
 def _print_quotes(result: QuotesOut) -> None:
-    out.print(_memory_line(result), highlight=False)
-    table = Table(title=f"{len(result.quotes)} of {result.count} offers that can run it")
-    for column in (
-        "#",
-        "provider",
-        "gpu",
-        "gpus",
-        "pricing",
-        "$/h",
-        "hours",
-        "cost $",
-        "cost range $",
-        "GiB/GPU",
-        "headroom",
-        "layout",
-    ):
-        table.add_column(column)
+    m = result.memory
+    parts = ", ".join(f"{k} {v:.1f}" for k, v in m.breakdown.model_dump().items())
+    out.print(
+        f"memory: the job on one GPU needs {m.per_gpu_gib:.1f} GiB ({parts} GiB); on smaller "
+        "GPUs it is split as each layout below says",
+        highlight=False,
+        soft_wrap=True,
+    )
+    table = Table(
+        title=f"{len(result.quotes)} of {result.count} offers that can run it",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    for column in ("#", "offer", "$/h", "hours", "cost $", "range $", "GiB/GPU", "layout"):
+        wrapped = column in ("offer", "layout")
+        table.add_column(
+            column,
+            overflow="fold" if wrapped else "ellipsis",
+            no_wrap=not wrapped,
+            justify="left" if wrapped else "right",
+        )
     for rank, q in enumerate(result.quotes, 1):
         lo, hi = q.cost_range_usd
+        spot = " spot ⚠" if q.interruption_risk else (" spot" if q.offer.pricing == "spot" else "")
         table.add_row(
             str(rank),
-            q.offer.provider,
-            q.offer.gpu or q.offer.gpu_raw,
-            str(q.gpus),
-            str(q.offer.pricing) + (" ⚠" if q.interruption_risk else ""),
+            f"{q.offer.provider} {q.gpus}× {q.offer.gpu or q.offer.gpu_raw}{spot}",
             f"{q.offer.price_per_hour:.2f}",
             f"{q.hours:.1f}",
             f"{q.cost_usd:.2f}",
             f"{lo:.0f}–{hi:.0f}",
             f"{q.memory_per_gpu_gib:.1f}",
-            f"{q.headroom:.0%}",
             q.layout,
         )
     out.print(table)
+    for layout, gpus in dict.fromkeys((q.layout, q.gpus) for q in result.quotes):
+        out.print(f"layout {layout} on {gpus}: {layout_words(layout, gpus)}", highlight=False)
     for rank, q in enumerate(result.quotes, 1):
         for note in q.notes:
             out.print(f"#{rank}: {note}", highlight=False, soft_wrap=True)
@@ -138,8 +185,9 @@ def quote(
     model: Annotated[
         str | None, typer.Option(help="A known model (GET /models), e.g. Llama-3.1-8B")
     ] = None,
-    config: Annotated[
-        Path | None, typer.Option(help="The model's Hugging Face config.json, for other models")
+    hf_config: Annotated[
+        Path | None,
+        typer.Option("--hf-config", help="The model's Hugging Face config.json, for other models"),
     ] = None,
     params_b: Annotated[
         float | None,
@@ -205,10 +253,9 @@ def quote(
         float | None, typer.Option(min=0, help="Leave out dearer offers, USD")
     ] = None,
     fmt: Annotated[QuoteFormat, typer.Option("--format")] = QuoteFormat.TABLE,
-    db: Annotated[
-        Path | None,
-        typer.Option("--db", help="DuckDB file [env: GPUPRICES_DB; default data/gpuprices.duckdb]"),
-    ] = None,
+    db: DbOption = None,
+    config: ConfigOption = None,
+    api: ApiOption = None,
 ) -> None:
     """What a fine-tuning job needs, and where it is cheapest in total right now."""
     if method is None:
@@ -217,24 +264,25 @@ def quote(
         raise typer.BadParameter("--gpus needs --gpu", param_hint="--gpus")
     if form_factor is not None and gpu is None:
         raise typer.BadParameter("--form-factor needs --gpu", param_hint="--form-factor")
-    try:
-        workload = Workload.build(
-            model=model,
-            config=_read_config(config) if config is not None else None,
-            params_b=params_b,
-            method=method,
-            tokens=tokens,
-            seq_len=seq_len,
-            micro_batch=micro_batch,
-            grad_ckpt=grad_ckpt,
-            optimizer=optimizer,
-            lora_rank=lora_rank,
-            profile=profile,
-            precision=precision,
-            packing=packing,
-            flash_attention=flash_attention,
-            lora_targets=lora_targets,
-        )
+    hf_config_body = _read_config(hf_config) if hf_config is not None else None
+    workload_fields: dict[str, Any] = {
+        "model": model,
+        "params_b": params_b,
+        "method": method,
+        "tokens": tokens,
+        "seq_len": seq_len,
+        "micro_batch": micro_batch,
+        "grad_ckpt": grad_ckpt,
+        "optimizer": optimizer,
+        "lora_rank": lora_rank,
+        "profile": profile,
+        "precision": precision,
+        "packing": packing,
+        "flash_attention": flash_attention,
+        "lora_targets": lora_targets,
+    }
+    try:  # checked here first: a bad workload is a usage error naming the option
+        workload = Workload.build(config=hf_config_body, **workload_fields)
         if gpu is not None:
             form = str(form_factor) if form_factor else None
             result: QuotesOut | HardwareOut = hardware_out(
@@ -251,19 +299,35 @@ def quote(
                 include_spot=include_spot,
                 top=top,
             )
-            settings = load_settings(db)
-            with open_existing(settings) as warehouse:
-                result = quotes_out(quote_offers(warehouse, request))
+            settings = load_settings(db, config)
+            remote = remote_for(settings, api)
+            if remote is not None:
+                body = {
+                    **scope.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+                    **{k: v for k, v in workload_fields.items() if v is not None},
+                    "config": hf_config_body,
+                    "max_hours": max_hours,
+                    "max_cost_usd": max_cost,
+                    "include_spot": include_spot,
+                    "top": top,
+                }
+                answer = remote.request("POST", "/quotes", json_body=body)
+                result = QuotesOut.model_validate(answer)
+            else:
+                with open_existing(settings) as warehouse:
+                    result = quotes_out(quote_offers(warehouse, request))
     except WorkloadError as exc:
         raise typer.BadParameter(exc.detail, param_hint=_option(exc.field)) from None
     except UnknownGpuError as exc:
         raise typer.BadParameter(str(exc), param_hint="--gpu") from None
     except (PipelineError, WarehouseError) as exc:
         print_error(exc)
-        raise typer.Exit(1) from None
+        raise typer.Exit(getattr(exc, "exit_code", 1)) from None
     if fmt is QuoteFormat.JSON:
         _print_json(result)
-    elif isinstance(result, HardwareOut):
+        return
+    out.print(_model_line(result, model), highlight=False, soft_wrap=True)
+    if isinstance(result, HardwareOut):
         _print_hardware(result)
     else:
         _print_quotes(result)

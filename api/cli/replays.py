@@ -1,5 +1,6 @@
 """`collect --replay NAME=FILE`: recorded answers instead of the network (NAME=DIR for a
-provider that replays a directory of answers, such as Scaleway)."""
+provider that replays a directory of answers, such as Scaleway; or a bare folder of
+`<provider>.<ext>` answers, as `gpuprices demo` ships them)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from pipeline.collection.demo import demo_bodies
 from scrapers import PROVIDERS
 from scrapers.base import replay_handler
 
@@ -19,8 +21,19 @@ def parse_replays(values: list[str]) -> dict[str, Path]:
     replays: dict[str, Path] = {}
     for value in values:
         name, sep, file = value.partition("=")
+        if not sep and Path(value).is_dir():
+            found = demo_bodies(Path(value))
+            if not found:
+                raise typer.BadParameter(
+                    f"{value} holds no <provider>.<ext> file (vastai.json, ...)",
+                    param_hint="--replay",
+                )
+            replays.update(found)
+            continue
         if not sep or not name or not file:
-            raise typer.BadParameter(f"'{value}' is not NAME=FILE", param_hint="--replay")
+            raise typer.BadParameter(
+                f"'{value}' is not NAME=FILE or a folder", param_hint="--replay"
+            )
         path = Path(file)
         if name not in PROVIDERS:
             known = ", ".join(sorted(PROVIDERS))

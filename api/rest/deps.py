@@ -31,6 +31,7 @@ __all__ = [
     "ResolverDep",
     "SettingsDep",
     "WarehouseDep",
+    "bearer",
     "require_api_key",
 ]
 
@@ -119,12 +120,12 @@ def get_resolver() -> Resolver:
 
 
 ResolverDep = Annotated[Resolver, Depends(get_resolver)]
-_bearer = HTTPBearer(auto_error=False, description="GPUPRICES_API_KEY")
+bearer = HTTPBearer(auto_error=False, description="GPUPRICES_API_KEY")
 
 
 def require_api_key(
     settings: SettingsDep,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> None:
     """Alert management needs `Authorization: Bearer <GPUPRICES_API_KEY>` once a key is set."""
     if settings.api_key is None:

@@ -37,6 +37,7 @@ DEFAULT_BODY_LIMIT_BYTES = 64 * KIB
 BODY_LIMITS_BYTES: Mapping[tuple[str, str], int] = {
     ("POST", "/quotes"): 256 * KIB,  # room for a large Hugging Face config.json
     ("POST", "/alerts"): 256 * KIB,  # a workload alert carries the same body as POST /quotes
+    ("POST", "/collections"): 64 * KIB * KIB,  # recorded provider answers: Vast.ai's are MBs
 }
 """Per-route limits by (method, path); every other route gets `DEFAULT_BODY_LIMIT_BYTES`."""
 

@@ -124,6 +124,7 @@ class UnknownGpusPage(BaseModel):
 class HealthOut(BaseModel):
     status: str
     schema_version: int
+    demo: bool = Field(False, description="True when this server shows demo data (gpuprices demo)")
 
 
 class ProviderFreshnessOut(BaseModel):
@@ -149,6 +150,9 @@ class ProviderFreshnessOut(BaseModel):
 
 class ProvidersPage(BaseModel):
     providers: list[ProviderFreshnessOut]
+    demo: bool = Field(
+        False, description="True when the offers are recorded demo data, not live (gpuprices demo)"
+    )
 
 
 class ReadyOut(BaseModel):

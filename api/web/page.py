@@ -65,6 +65,11 @@ class PageData:
     """Message per part of the page: `filters`, `chart` or `quotes`."""
 
     @property
+    def has_data(self) -> bool:
+        """Whether any provider has a snapshot (else the page says what to do)."""
+        return any(f.observed_at is not None for f in self.providers)
+
+    @property
     def stale(self) -> list[ProviderFreshness]:
         return [f for f in self.providers if f.stale]
 
@@ -186,9 +191,10 @@ def page_data(
         )
         intervals = {name: settings.interval(name) for name in page.provider_names}
         page.chart = build_chart(history, now, _now_prices(rows), intervals)
-    if query.workload is not None:
+    workload = query.workload or (WorkloadForm() if settings.demo else None)
+    if workload is not None:  # the demo quotes the default job at once: all parts show
         try:
-            page.quotes = _quote(warehouse, query, query.workload)
+            page.quotes = _quote(warehouse, query, workload)
         except ValidationError as exc:
             page.errors["quotes"] = _validation_message(exc)
         except PipelineError as exc:

@@ -25,4 +25,5 @@ def page(
     query = PageQuery.from_params(request.query_params)
     data = page_data(warehouse, settings, query, clock(), freshness)
     status = 422 if data.errors or query.problems else 200
-    return templates().TemplateResponse(request, "page.html", {"page": data}, status_code=status)
+    context = {"page": data, "demo": settings.demo}
+    return templates().TemplateResponse(request, "page.html", context, status_code=status)

@@ -8,6 +8,7 @@ from datetime import datetime
 
 import httpx
 
+from pipeline.alerts.condition import AlertKind, Condition
 from pipeline.alerts.delivery import WebhookSender
 from pipeline.alerts.errors import AlertError, AlertNotFoundError
 from pipeline.alerts.events import TEST_EVENT, event_body, new_delivery, rule_summary
@@ -18,6 +19,7 @@ from pipeline.alerts.targets import Resolver, resolve_host
 from pipeline.base import utc_now
 from pipeline.catalog import Catalog
 from pipeline.settings import Settings
+from scrapers.models import Pricing
 from warehouse import Warehouse
 from warehouse import alerts as wa
 
@@ -54,6 +56,15 @@ class DeliveryLog:
     attempts: list[wa.AttemptRow]
 
 
+def watched(condition: Condition) -> Condition:
+    """A price rule without a pricing watches on-demand offers (a spot price is not the price one
+    can count on); `pricing=spot` watches spot. Stored explicitly, so `list` shows it."""
+    if condition.kind is AlertKind.PRICE and condition.scope.pricing is None:
+        scope = condition.scope.model_copy(update={"pricing": Pricing.ON_DEMAND})
+        return replace(condition, scope=scope)
+    return condition
+
+
 def create_alert(
     warehouse: Warehouse,
     spec: AlertSpec,
@@ -71,7 +82,7 @@ def create_alert(
     rule = AlertRule(
         rule_id=new_rule_id(),
         url=spec.url,
-        condition=spec.condition,
+        condition=watched(spec.condition),
         band=spec.band,
         cooldown=spec.cooldown,
         created_at=now,

@@ -29,6 +29,7 @@ import pyarrow as pa
 from pipeline.base import provider_module, utc_now
 from pipeline.catalog import Catalog, get_catalog
 from pipeline.collection.currency import RATE_BASE, rates_table, to_usd, warehouse_rates
+from pipeline.collection.failures import failure_words
 from pipeline.collection.normalize import normalize
 from pipeline.errors import PipelineError
 from scrapers import Credentials, ProviderError, ProviderModule, build_client
@@ -155,10 +156,10 @@ def _collect_one(
             parsed = to_usd(provider.parse(payload, observed), warehouse_rates(warehouse))
             result = normalize(parsed, catalog)
     except (ProviderError, PipelineError) as exc:  # a cancelled fetch is abandoned below
-        failure = str(exc)
+        failure = failure_words(exc)
     except Exception as exc:  # the per-provider edge: a parser bug must not stop the others
         logger.exception("%s failed unexpectedly", provider.NAME)
-        failure = f"{type(exc).__name__}: {exc}"
+        failure = failure_words(exc)
     if should_stop():
         logger.info(
             "run provider=%s status=abandoned (stopping, or lease lost, before its write)",

@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 from apscheduler.events import (
     EVENT_JOB_ERROR,
+    EVENT_JOB_EXECUTED,
     EVENT_JOB_MAX_INSTANCES,
     EVENT_JOB_MISSED,
     JobExecutionEvent,
@@ -35,14 +36,14 @@ from pipeline.alerts import WebhookDispatcher, WebhookSender
 from pipeline.alerts.dispatch import SHUTDOWN_GRACE_S
 from pipeline.base import utc_now
 from pipeline.collection.leases import RENEWALS_PER_TTL, LeaseKeeper
-from pipeline.collection.runs import collect
+from pipeline.collection.runs import Collected, collect
 from pipeline.market.history import prune
 from pipeline.settings import Settings, SettingsError
 from scrapers import PROVIDERS, RetryTransport, build_client
 from scrapers.base import interruptible_sleep, is_rate_source
 from warehouse import Warehouse
 
-__all__ = ["Collector", "collect_provider", "deliver_webhooks"]
+__all__ = ["Collector", "collect_provider", "deliver_webhooks", "retry_delay"]
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +52,13 @@ PRUNE_EVERY = timedelta(days=1)
 FIRST_PRUNE_AFTER = timedelta(minutes=10)
 """Retention runs daily, first a little after start-up (not in the way of the first collections)."""
 """Start-up runs are spread a little so that the providers are not all fetched at once."""
+FIRST_RETRY = timedelta(minutes=1)
+
+
+def retry_delay(failures: int, interval: timedelta) -> timedelta:
+    """When a provider that failed `failures` times in a row is tried again: a minute after the
+    first failure, then 2, 4, 8... minutes, never later than its own interval."""
+    return min(interval, FIRST_RETRY * 2 ** min(max(failures, 1) - 1, 30))
 
 
 def collect_provider(
@@ -61,11 +69,11 @@ def collect_provider(
     client_factory: Callable[[], httpx.Client],
     now: Callable[[], datetime],
     leases: LeaseKeeper | None = None,
-) -> None:
+) -> Collected | None:
     """The job: one collection of one provider (abandoned before its write if shutting down,
     or if another collector holds the provider's lease)."""
     if stop.is_set() or (leases is not None and not leases.holds_provider(provider)):
-        return
+        return None
 
     def should_stop() -> bool:
         return stop.is_set() or (leases is not None and not leases.confirm_provider(provider))
@@ -74,7 +82,7 @@ def collect_provider(
     if replay is not None and replay.suffix == LOCAL_PROVIDER_SUFFIX:
         client_factory = functools.partial(_local_client, _loopback_url(replay), stop)
         replay = None
-    collect(  # the events it fires go to the outbox, sent by the pool
+    return collect(  # the events it fires go to the outbox, sent by the pool
         [provider],
         warehouse,
         settings,
@@ -188,6 +196,9 @@ class Collector:
         self.scheduler.add_listener(
             self._on_event, EVENT_JOB_ERROR | EVENT_JOB_MAX_INSTANCES | EVENT_JOB_MISSED
         )
+        self.scheduler.add_listener(self._after_run, EVENT_JOB_EXECUTED)
+        self.failures: dict[str, int] = {}
+        """Failed runs in a row per provider (a failed provider is retried sooner)."""
 
     @property
     def running(self) -> bool:
@@ -280,6 +291,28 @@ class Collector:
         if self.leases is not None:
             self.leases.release_all()
         logger.info("collection schedule stopped")
+
+    def _after_run(self, event: JobExecutionEvent) -> None:
+        """After a failed run, the provider's next run comes sooner (`retry_delay`)."""
+        collected = event.retval
+        if not event.job_id.startswith("collect:") or not isinstance(collected, Collected):
+            return
+        if not collected.reports:  # abandoned: nothing was learnt
+            return
+        provider = event.job_id.removeprefix("collect:")
+        if all(report.status == "ok" for report in collected.reports):
+            self.failures.pop(provider, None)
+            return
+        failures = self.failures.get(provider, 0) + 1
+        delay = retry_delay(failures, self.settings.interval(provider))
+        job = self.scheduler.get_job(event.job_id)
+        soon = datetime.now(job.next_run_time.tzinfo) + delay if job and job.next_run_time else None
+        if job is not None and soon is not None and soon < job.next_run_time:
+            job.modify(next_run_time=soon)
+            logger.info(
+                "%s failed %d time(s) in a row; next try in %s", provider, failures, delay
+            )
+        self.failures[provider] = failures  # after the job moved (tests wait for this)
 
     @staticmethod
     def _on_event(event: JobExecutionEvent) -> None:

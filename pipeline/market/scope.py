@@ -48,6 +48,8 @@ def split_names(values: Any) -> tuple[str, ...]:
         return ()
     if isinstance(values, str):
         values = [values]
+    if not isinstance(values, list | tuple | set | frozenset):  # a JSON number or boolean
+        raise ValueError("give names as text or a list of texts")
     return tuple(n.strip() for v in values for n in str(v).split(",") if n.strip())
 
 

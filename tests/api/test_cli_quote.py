@@ -167,7 +167,7 @@ def test_a_config_json_file_stands_in_for_an_unknown_model(tmp_path):
         )
     )
     result = run(
-        "--config",
+        "--hf-config",
         str(config),
         "--method",
         "qlora",

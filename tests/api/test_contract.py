@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 
+import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -44,6 +45,15 @@ def _dead_end(_host: str, _port: int) -> list[str]:
     return ["127.0.0.1"]  # loopback: refused as a webhook target, so never called
 
 
+def _offline(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError("offline in tests", request=request)
+
+
+def _no_network() -> httpx.Client:
+    """What `POST /collections` fetches with: every provider fails at once, nothing leaves."""
+    return httpx.Client(transport=httpx.MockTransport(_offline))
+
+
 @pytest.fixture(params=["no key", "key sent", "key missing"])
 def api(request, collected, db_path):
     mode = request.param
@@ -51,6 +61,7 @@ def api(request, collected, db_path):
         Settings(db=db_path, scheduler=False, api_key=None if mode == "no key" else API_KEY),
         collected,
         clock=lambda: OBSERVED_AT,
+        client_factory=_no_network,
     )
     app.dependency_overrides[get_resolver] = lambda: _dead_end
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)

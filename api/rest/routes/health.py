@@ -12,8 +12,10 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz", response_model=HealthOut, summary="Liveness and database check")
-def healthz(warehouse: WarehouseDep) -> HealthOut:
-    return HealthOut(status="ok", schema_version=warehouse.schema_version())
+def healthz(warehouse: WarehouseDep, settings: SettingsDep) -> HealthOut:
+    return HealthOut(
+        status="ok", schema_version=warehouse.schema_version(), demo=settings.demo
+    )
 
 
 @router.get(

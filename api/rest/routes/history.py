@@ -6,6 +6,7 @@ from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import Response
 
 from api.rest.deps import ClockDep, SettingsDep, WarehouseDep
+from api.rest.observations import pack_observations
 from api.rest.routes.offers import OfferQueryDep
 from api.rest.schemas import HistoryOut
 from pipeline.market.history import (
@@ -17,6 +18,7 @@ from pipeline.market.history import (
     price_history_json,
 )
 from pipeline.market.scope import front_end_model
+from pipeline.timeparse import UtcDateTime
 
 router = APIRouter(tags=["history"])
 
@@ -96,3 +98,27 @@ def export_history_file(
 ) -> Response:
     body = export_history(warehouse, query, clock(), fmt)  # type: ignore[arg-type]
     return _file(body, "history", fmt)
+
+
+@router.get(
+    "/export/observations.tar",
+    summary="Raw observations as Hive-partitioned Parquet, in a tar archive",
+    response_class=Response,
+    responses={200: {"content": {"application/x-tar": {"schema": {"type": "string"}}}}},
+)
+def export_observations(
+    warehouse: WarehouseDep,
+    clock: ClockDep,
+    since: Annotated[UtcDateTime, Query(description="Start (inclusive), ISO 8601")],
+    until: Annotated[
+        UtcDateTime | None, Query(description="End (exclusive), ISO 8601; default now")
+    ] = None,
+) -> Response:
+    """What `gpuprices export` writes (`date=YYYY-MM-DD/provider=NAME/*.parquet`), as one
+    archive: the command unpacks it when it asks a server."""
+    body = pack_observations(warehouse, since, until or clock())
+    return Response(
+        body,
+        media_type="application/x-tar",
+        headers={"Content-Disposition": 'attachment; filename="observations.tar"'},
+    )

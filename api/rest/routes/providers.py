@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.rest.deps import FreshnessDep, WarehouseDep
+from api.rest.deps import FreshnessDep, SettingsDep, WarehouseDep
 from api.rest.parameters import MAX_NAME_CHARS
 from api.rest.schemas import ProviderFreshnessOut, ProvidersPage, QualityPage
 from pipeline.market.offers import quality_report
@@ -13,9 +13,12 @@ router = APIRouter(tags=["providers"])
 
 
 @router.get("/providers", response_model=ProvidersPage, summary="Collection health per provider")
-def list_providers(freshness: FreshnessDep) -> ProvidersPage:
-    """Last run, last success, status, offers in the snapshot served, last error, next run."""
-    return ProvidersPage(providers=[ProviderFreshnessOut.model_validate(f) for f in freshness])
+def list_providers(freshness: FreshnessDep, settings: SettingsDep) -> ProvidersPage:
+    """Last run, last success, status, offers in the snapshot served, last error, next run;
+    `demo` when the data is the recorded demo (`gpuprices demo`)."""
+    return ProvidersPage(
+        providers=[ProviderFreshnessOut.model_validate(f) for f in freshness], demo=settings.demo
+    )
 
 
 @router.get("/quality", response_model=QualityPage, summary="Quarantined provider records")

@@ -155,7 +155,7 @@ def test_a_stale_provider_is_flagged(web, clock):
 
 def test_provider_health_lists_each_provider_with_its_last_error(web, collected):
     assert (
-        "never run"
+        "not run yet"
         in soup(web.get("/")).select_one('#health-table tr[data-provider="lambda"]').text
     )
     run_collection(["lambda"], collected, env={}, now=lambda: OBSERVED_AT)

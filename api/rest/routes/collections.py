@@ -1,0 +1,131 @@
+"""`POST /collections`: ask the server that holds the database to collect now.
+
+What `gpuprices collect` does beside a running `serve` (whose process holds the database).
+Recorded answers to replay are uploaded as files of a multi-part form, each named after its
+provider (`vastai.json`), never read from a path on the server. Needs the API key when one is set;
+without one, only loopback clients may ask. An `api` replica answers 409: it never collects.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import tempfile
+from datetime import datetime
+from pathlib import Path, PurePath
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, UploadFile
+from fastapi.security import HTTPAuthorizationCredentials
+
+from api.rest.deps import ClockDep, SettingsDep, WarehouseDep, bearer, require_api_key
+from api.rest.problems import problems
+from api.rest.schemas_collections import CollectionOut, collection_out
+from pipeline.collection.runs import collect
+from pipeline.errors import PipelineError
+from pipeline.timeparse import check_not_future, parse_time
+from scrapers import PROVIDERS, build_client
+
+__all__ = ["router"]
+
+MAX_REPLAY_FILES = len(PROVIDERS)
+
+
+def _loopback(host: str | None) -> bool:
+    try:
+        return host is not None and ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def require_collector(
+    request: Request,
+    settings: SettingsDep,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+) -> None:
+    """409 on an `api` replica; the key when one is set; else loopback clients only."""
+    if settings.role == "api":
+        raise HTTPException(
+            status_code=409,
+            detail="This server is an `api` replica (read only) and never collects: send "
+            "POST /collections to a server whose role is `collector` or `all`",
+        )
+    if settings.api_key is not None:
+        require_api_key(settings, credentials)
+    elif not _loopback(request.client.host if request.client else None):
+        raise HTTPException(
+            status_code=403,
+            detail="POST /collections is open to loopback clients only while no API key is set: "
+            "set GPUPRICES_API_KEY on the server and send Authorization: Bearer <key>",
+        )
+
+
+router = APIRouter(
+    prefix="/collections",
+    tags=["collections"],
+    dependencies=[Depends(require_collector)],
+    responses=problems(401, 403, 409),
+)
+
+
+def _replay_name(upload: UploadFile) -> str:
+    name = PurePath(upload.filename or "").name.split(".", 1)[0]
+    if name not in PROVIDERS:
+        raise PipelineError(
+            f"replay file {upload.filename!r}: name each file after its provider "
+            f"({', '.join(sorted(PROVIDERS))}), e.g. vastai.json"
+        )
+    return name
+
+
+@router.post("", response_model=CollectionOut, summary="Collect now (or replay uploaded bodies)")
+def post_collection(
+    request: Request,
+    warehouse: WarehouseDep,
+    settings: SettingsDep,
+    clock: ClockDep,
+    provider: Annotated[
+        list[str] | None, Form(description="Providers to collect; default: the server's")
+    ] = None,
+    at: Annotated[
+        str | None, Form(max_length=64, description="observed_at of the run, ISO 8601")
+    ] = None,
+    replay: Annotated[
+        list[UploadFile] | None,
+        File(description="Recorded answers, each named after its provider: vastai.json, ..."),
+    ] = None,
+) -> CollectionOut:
+    """One collection, as `gpuprices collect` runs it: each provider in its own transaction,
+    then the alert rules (their webhooks go out from this server's outbox). With replay files,
+    only the replayed providers (plus any `provider`) are collected."""
+    uploads = replay or []
+    if len(uploads) > MAX_REPLAY_FILES:
+        raise PipelineError(f"at most {MAX_REPLAY_FILES} replay files, one per provider")
+    observed_at: datetime | None = None
+    if at is not None:
+        observed_at = check_not_future(parse_time(at), clock(), "at")
+    named = {_replay_name(upload): upload for upload in uploads}
+    for name in provider or []:
+        if name not in PROVIDERS:
+            raise PipelineError(
+                f"unknown provider '{name}' (known: {', '.join(sorted(PROVIDERS))})"
+            )
+    if named:
+        names = list(dict.fromkeys([*named, *(provider or [])]))
+    else:
+        names = list(provider or settings.providers)
+    with tempfile.TemporaryDirectory(prefix="gpuprices-replay-") as folder:
+        replays: dict[str, Path] = {}
+        for name, upload in named.items():
+            path = Path(folder) / f"{name}.body"
+            path.write_bytes(upload.file.read())
+            replays[name] = path
+        collected = collect(
+            names,
+            warehouse,
+            settings,
+            now=clock,
+            observed_at=observed_at,
+            replays=replays,
+            client_factory=request.app.state.client_factory or build_client,
+        )
+    return collection_out(collected)
