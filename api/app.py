@@ -86,6 +86,7 @@ def create_app(
     app.state.collector = None
 
     install_problem_handlers(app)
+    app.add_middleware(offers.OffersFastPath)  # innermost: after HEAD became GET
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(HeadAsGetMiddleware)
     routers = (

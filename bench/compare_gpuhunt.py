@@ -149,14 +149,21 @@ def main() -> None:
         with serving(db) as (base, _pid):
             drive(base, [HEADLINE], 50, 1, 30.0)  # warm-up
             tally = drive(base, [HEADLINE], args.http_repeats, 1, 60.0)
+            # The same question made new each time (a price cap no offer reaches): no page
+            # made before serves it, each is a selection over the in-memory copy
+            fresh = [f"{HEADLINE}&max_price_per_gpu={1000 + n / 1000:.3f}"
+                     for n in range(args.http_repeats)]  # fmt: skip
+            unique = drive(base, fresh, len(fresh), 1, 60.0)
         t_http = statistics.median(tally.latencies) * 1e3
+        t_unique = statistics.median(unique.latencies) * 1e3
 
     print(f"80 GB A100 offers: gpuhunt {len(hunted):,}, gpuprices {len(all_a100):,} (no limit)")
     print(f"{'question':<58}{'median ms':>10}")
     print(f"{'gpuhunt Catalog.query(gpu_name=A100, min_gpu_memory=80)':<58}{t_hunt:>10.2f}")
     print(f"{'gpuprices current_offers(gpu=A100-80GB, limit=100)':<58}{t_ours_mem:>10.3f}")
     print(f"{'gpuprices GET ' + HEADLINE + ' (HTTP)':<58}{t_http:>10.2f}")
-    speedup = t_hunt / t_http
+    print(f"{'the same, a never-asked price cap each time (HTTP)':<58}{t_unique:>10.2f}")
+    speedup = t_hunt / max(t_http, t_unique)
     in_process = t_hunt / t_ours_mem
     print(f"ratio gpuhunt / gpuprices over HTTP: {speedup:.0f}x; in process {in_process:.0f}x")
     same = len(hunted) == len(all_a100) and len(ours) == min(100, len(all_a100))
@@ -165,7 +172,8 @@ def main() -> None:
     record_target(
         args.results,
         f"/offers vs gpuhunt Catalog.query, {len(everything):,} offers",
-        f"{speedup:.0f}x ({t_http:.2f} ms vs {t_hunt:.0f} ms)",
+        f"{speedup:.0f}x ({max(t_http, t_unique):.2f} ms, repeated {t_http:.2f} / new "
+        f"{t_unique:.2f}, vs {t_hunt:.0f} ms)",
         f">= {TARGET_SPEEDUP:.0f}x",
         speedup >= TARGET_SPEEDUP and same,
     )

@@ -216,25 +216,40 @@ def serving(db: Path, *, ready_timeout_s: float = 60.0) -> Iterator[tuple[str, i
     """`gpuprices serve --no-scheduler` on 127.0.0.1 over `db`; yields (base URL, server pid)."""
     port = free_port()
     cli = Path(sys.executable).with_name("gpuprices")
-    process = subprocess.Popen(
-        [str(cli), "serve", "--no-scheduler", "--host", "127.0.0.1", "--port", str(port),
-         "--db", str(db)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    command = [str(cli), "serve", "--no-scheduler", "--host", "127.0.0.1", "--port", str(port),
+               "--db", str(db)]  # fmt: skip
+    with _process(command, port, "/healthz", ready_timeout_s) as served:
+        yield served
+
+
+@contextmanager
+def floor_serving(body_bytes: int, *, ready_timeout_s: float = 60.0) -> Iterator[tuple[str, int]]:
+    """bench/floor.py (a bare ASGI app, same uvicorn settings) on 127.0.0.1."""
+    port = free_port()
+    command = [sys.executable, str(Path(__file__).with_name("floor.py")), "--port", str(port),
+               "--body-bytes", str(body_bytes)]  # fmt: skip
+    with _process(command, port, "/", ready_timeout_s) as served:
+        yield served
+
+
+@contextmanager
+def _process(
+    command: list[str], port: int, ready_path: str, ready_timeout_s: float
+) -> Iterator[tuple[str, int]]:
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + ready_timeout_s
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"gpuprices serve exited with {process.returncode}")
+                raise RuntimeError(f"{command[0]} exited with {process.returncode}")
             try:
-                if httpx.get(f"{base}/healthz", timeout=1.0).status_code == 200:
+                if httpx.get(f"{base}{ready_path}", timeout=1.0).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"gpuprices serve not ready after {ready_timeout_s:.0f} s")
+                raise RuntimeError(f"{command[0]} not ready after {ready_timeout_s:.0f} s")
             time.sleep(0.2)
         yield base, process.pid
     finally:

@@ -132,6 +132,7 @@ def history_sql(f: HistoryFilters) -> tuple[str, list[Any]]:
         pricing=f.scope.pricing,
         form_factor=f.scope.form_factor,
         include_unavailable=f.scope.include_unavailable,
+        gpu_figures=f.scope.gpu_figures,  # not a filter: what derived columns are made from
     )
     where = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
     params += [f.since, f.until]

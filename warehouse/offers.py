@@ -1,6 +1,12 @@
 """Which offers, in SQL: the resolved filter scope (`OfferFilters`) and the one function that
 turns it into conditions (`scope_conditions`), used by current offers, `as_of`, exports and the
-history rebuilt from raw observations alike."""
+history rebuilt from raw observations alike.
+
+Offers are read with two derived columns (`offers_relation`), computed here once from the
+catalog's figures that the pipeline hands over (`GpuFigure`): `price_per_pflop_hour` (USD per
+dense BF16 PFLOP-hour, FP16 on cards without BF16) and `nvlink` (the GPUs are linked by NVLink:
+true on SXM boards, NULL where the catalog cannot tell, e.g. a PCIe card a bridge may link).
+"""
 
 from __future__ import annotations
 
@@ -11,15 +17,61 @@ from typing import Any, Literal
 import duckdb
 
 __all__ = [
+    "DERIVED_COLUMNS",
     "NEWEST_SNAPSHOT",
+    "SORT_FIELDS",
+    "GpuFigure",
     "OfferFilters",
     "SortKey",
     "latest_offers",
+    "offers_relation",
     "offers_sql",
     "scope_conditions",
+    "sort_columns",
 ]
 
-SortKey = Literal["price_per_gpu_hour", "price_per_hour"]
+SortKey = str
+"""A field of `SORT_FIELDS`, ascending; `-field` for descending."""
+SORT_FIELDS = (
+    "price_per_gpu_hour",
+    "price_per_hour",
+    "price_per_pflop_hour",
+    "gpu_count",
+    "vram_gb",
+    "vcpus",
+    "ram_gb",
+    "disk_gb",
+    "reliability",
+)
+"""The numeric offer fields an answer can be sorted on."""
+TIE_BREAK = ("price_per_gpu_hour", "price_per_hour", "provider", "offer_id", "pricing")
+"""After the sort field (unknown values last): cheapest per GPU-hour, then a stable key."""
+DERIVED_COLUMNS = ("price_per_pflop_hour", "nvlink")
+
+
+@dataclass(frozen=True, slots=True)
+class GpuFigure:
+    """What the catalog says of one GPU id in one form factor (None: the form is not known)."""
+
+    gpu: str
+    form_factor: str | None
+    dense_pflops: float | None
+    """Dense BF16 (FP16 without BF16) PFLOP/s per GPU."""
+    nvlink: bool | None
+    """Linked by NVLink; None where it depends on the machine (a bridge, or several forms)."""
+
+
+def sort_columns(sort: SortKey) -> list[tuple[str, bool]]:
+    """(column, descending) in the order an answer is sorted: `sort`, then `TIE_BREAK`."""
+    descending = sort.startswith("-")
+    field = sort.removeprefix("-")
+    if field not in SORT_FIELDS:
+        raise ValueError(
+            f"cannot sort on {field!r}; sort on one of {', '.join(SORT_FIELDS)} "
+            "(-field for descending)"
+        )
+    rest = [(name, False) for name in TIE_BREAK if name != field]
+    return [(field, descending), *rest]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +88,17 @@ class OfferFilters:
     region: str | None = None
     form_factor: str | None = None
     max_price_per_gpu_hour: float | None = None
+    max_price_per_hour: float | None = None
+    gpu_count: int | None = None
     min_gpu_count: int | None = None
+    min_vram_gb: float | None = None
+    min_total_vram_gb: float | None = None
+    min_reliability: float | None = None
+    verified: bool = False
+    nvlink: bool = False
+    min_vcpus: float | None = None
+    min_ram_gb: float | None = None
+    min_disk_gb: float | None = None
     include_unavailable: bool = False
     countries: frozenset[str] | None = None
     continent: str | None = None
@@ -46,6 +108,8 @@ class OfferFilters:
     limit: int | None = None
     as_of: datetime | None = None
     """None: the current snapshots; else each provider's last good snapshot at or before it."""
+    gpu_figures: tuple[GpuFigure, ...] = ()
+    """The catalog's figures behind the derived columns (none: they are NULL)."""
 
 
 def scope_conditions(f: OfferFilters, params: list[Any]) -> list[str]:
@@ -68,8 +132,28 @@ def scope_conditions(f: OfferFilters, params: list[Any]) -> list[str]:
         add("contains(lower(region), lower(?))", f.region)
     if f.max_price_per_gpu_hour is not None:
         add("price_per_gpu_hour <= ?", f.max_price_per_gpu_hour)
+    if f.max_price_per_hour is not None:
+        add("price_per_hour <= ?", f.max_price_per_hour)
+    if f.gpu_count is not None:
+        add("gpu_count = ?", f.gpu_count)
     if f.min_gpu_count is not None:
         add("gpu_count >= ?", f.min_gpu_count)
+    if f.min_vram_gb is not None:
+        add("vram_gb >= ?", f.min_vram_gb)
+    if f.min_total_vram_gb is not None:
+        add("gpu_count * vram_gb >= ?", f.min_total_vram_gb)
+    if f.min_reliability is not None:
+        add("reliability >= ?", f.min_reliability)
+    if f.verified:
+        conditions.append("verified IS TRUE")
+    if f.nvlink:
+        conditions.append("nvlink IS TRUE")  # derived: see offers_relation
+    if f.min_vcpus is not None:
+        add("vcpus >= ?", f.min_vcpus)
+    if f.min_ram_gb is not None:
+        add("ram_gb >= ?", f.min_ram_gb)
+    if f.min_disk_gb is not None:
+        add("disk_gb >= ?", f.min_disk_gb)
     if not f.include_unavailable:
         conditions.append("available")
     if f.countries:
@@ -89,10 +173,38 @@ _SNAPSHOTS_AS_OF = f"""
     WHERE status = 'ok' AND observed_at <= ? GROUP BY provider
 """
 
-_ORDER = {
-    "price_per_gpu_hour": "price_per_gpu_hour, price_per_hour",
-    "price_per_hour": "price_per_hour, price_per_gpu_hour",
-}
+_FIGURES = "STRUCT(gpu VARCHAR, form_factor VARCHAR, dense_pflops DOUBLE, nvlink BOOLEAN)[]"
+
+
+def offers_relation(source: str, figures: tuple[GpuFigure, ...], params: list[Any]) -> str:
+    """`source` (a table of offers) with the derived columns, as a subquery: each offer's
+    figures are those of its GPU in its form factor, else of its GPU in any form (the
+    catalog's `form_factor` None row)."""
+    params.append([
+        {"gpu": f.gpu, "form_factor": f.form_factor, "dense_pflops": f.dense_pflops,
+         "nvlink": f.nvlink}
+        for f in figures
+    ])  # fmt: skip
+    return f"""(
+        WITH figures AS (SELECT unnest(?::{_FIGURES}, recursive := true))
+        SELECT o.*,
+            o.price_per_gpu_hour / CASE WHEN exact.gpu IS NOT NULL THEN exact.dense_pflops
+                                        ELSE any_form.dense_pflops END AS price_per_pflop_hour,
+            CASE WHEN o.form_factor = 'SXM' THEN TRUE
+                 WHEN exact.gpu IS NOT NULL THEN exact.nvlink
+                 ELSE any_form.nvlink END AS nvlink
+        FROM {source} AS o
+        LEFT JOIN figures AS exact ON exact.gpu = o.gpu AND exact.form_factor = o.form_factor
+        LEFT JOIN figures AS any_form ON any_form.gpu = o.gpu AND any_form.form_factor IS NULL
+    )"""
+
+
+def order_by(sort: SortKey) -> str:
+    """The ORDER BY of an answer sorted by `sort` (unknown values last)."""
+    return ", ".join(
+        f"{name} {'DESC' if descending else 'ASC'} NULLS LAST"
+        for name, descending in sort_columns(sort)
+    )
 
 
 def latest_offers(conn: duckdb.DuckDBPyConnection, filters: OfferFilters) -> list[dict[str, Any]]:
@@ -121,25 +233,23 @@ def offers_sql(
     `latest_offers` finds them) bound `observed_at` by constants, so that DuckDB reads only the
     row groups of those snapshots instead of every observation up to `as_of`.
     """
-    where = ["TRUE"]
-    params: list[Any] = []
     source = "current_offers"
+    snapshot_params: list[Any] = []
     if filters.as_of is not None and snapshots is None:
-        source = "offer_observations"
-        where = [f"run_id IN ({_SNAPSHOTS_AS_OF})", "observed_at <= ?"]
-        params = [filters.as_of, filters.as_of]
+        source = f"""(SELECT * FROM offer_observations
+            WHERE run_id IN ({_SNAPSHOTS_AS_OF}) AND observed_at <= ?)"""
+        snapshot_params = [filters.as_of, filters.as_of]
     elif filters.as_of is not None and snapshots is not None:
-        source = "offer_observations"
+        source = """(SELECT * FROM offer_observations
+            WHERE run_id IN (SELECT unnest(?)) AND observed_at BETWEEN ? AND ?)"""
         times = [observed_at for _, observed_at in snapshots]
-        where = ["run_id IN (SELECT unnest(?))", "observed_at BETWEEN ? AND ?"]
-        params = [[run_id for run_id, _ in snapshots], min(times, default=filters.as_of),
-                  min(max(times, default=filters.as_of), filters.as_of)]  # fmt: skip
-    where += scope_conditions(filters, params)
-    sql = (
-        f"SELECT * FROM {source} WHERE "
-        + " AND ".join(where)
-        + f" ORDER BY {_ORDER[filters.sort]}, provider, offer_id, pricing"
-    )
+        snapshot_params = [[run_id for run_id, _ in snapshots], min(times, default=filters.as_of),
+                           min(max(times, default=filters.as_of), filters.as_of)]  # fmt: skip
+    params: list[Any] = []
+    relation = offers_relation(source, filters.gpu_figures, params)
+    params += snapshot_params
+    where = ["TRUE", *scope_conditions(filters, params)]
+    sql = f"SELECT * FROM {relation} WHERE {' AND '.join(where)} ORDER BY {order_by(filters.sort)}"
     if filters.limit is not None:
         sql += " LIMIT ?"
         params.append(filters.limit)

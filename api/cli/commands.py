@@ -116,6 +116,7 @@ def prune_cmd(db: DbOption = None, config: ConfigOption = None) -> None:
     err.print(", ".join(f"{table}: {n} deleted" for table, n in deleted.items()))
 
 
+app.command("offers")(offers)
 app.command("quote")(quote)
 app.add_typer(alerts_app, name="alerts")
 app.add_typer(warehouse_app, name="warehouse")

@@ -16,6 +16,7 @@ from typing import Annotated, Any
 
 import orjson
 import typer
+from pydantic import ValidationError
 from rich import box
 from rich.table import Table
 
@@ -26,16 +27,18 @@ from api.cli.common import (
     open_existing,
     option_time,
     out,
+    print_error,
     user_errors,
 )
 from api.cli.remote import ApiOption, query_params, remote_for
-from api.cli.scope import scope_options
+from api.cli.scope import scope_options, validation_line
 from api.rest.parameters import MAX_OFFERS_PAGE
 from api.rest.schemas import GpuOut, GpusPage, OfferOut
 from pipeline.market.freshness import provider_freshness
 from pipeline.market.offers import OfferQuery, gpu_specs
 from pipeline.market.scope import ALL_SCOPE, OfferScope
 from pipeline.market.serving import answer_offers
+from warehouse.offers import SORT_FIELDS
 
 __all__ = ["OutputFormat", "cell", "gpus", "offers", "offers_table", "print_json"]
 
@@ -46,10 +49,17 @@ class OutputFormat(StrEnum):
     CSV = "csv"
 
 
-class SortKey(StrEnum):
-    PRICE_PER_GPU_HOUR = "price_per_gpu_hour"
-    PRICE_PER_HOUR = "price_per_hour"
+class OffersFormat(StrEnum):
+    TABLE = "table"
+    JSON = "json"
+    JSONL = "jsonl"
+    CSV = "csv"
 
+
+_SORT_HELP = (
+    f"Order by {', '.join(SORT_FIELDS)}; -field for descending (e.g. -reliability); "
+    "unknown values last, ties cheapest per GPU-hour first"
+)
 
 FormatOption = Annotated[OutputFormat, typer.Option("--format")]
 
@@ -62,7 +72,7 @@ def print_json(data: Any) -> None:
 @scope_options(ALL_SCOPE)
 def offers(
     scope: OfferScope,
-    sort: Annotated[SortKey, typer.Option(help="Cheapest first by")] = SortKey.PRICE_PER_GPU_HOUR,
+    sort: Annotated[str, typer.Option(help=_SORT_HELP)] = "price_per_gpu_hour",
     limit: Annotated[
         int | None,
         typer.Option(min=1, max=MAX_OFFERS_PAGE, help=f"Most offers [default: {MAX_OFFERS_PAGE}]"),
@@ -71,18 +81,24 @@ def offers(
         str | None,
         typer.Option("--as-of", help="The offers as they stood then: 2026-01-01, an ISO time, 2h"),
     ] = None,
-    fmt: FormatOption = OutputFormat.TABLE,
+    fmt: Annotated[
+        OffersFormat, typer.Option("--format", help="jsonl: one offer per line")
+    ] = OffersFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,
     api: ApiOption = None,
 ) -> None:
     """List what is on offer now (or as of a time), cheapest per GPU-hour first."""
-    query = OfferQuery(
-        **scope.model_dump(),
-        sort=sort.value,
-        limit=limit or MAX_OFFERS_PAGE,  # the API's default page
-        as_of=option_time(as_of, "--as-of"),
-    )
+    try:
+        query = OfferQuery(
+            **scope.model_dump(),
+            sort=sort,
+            limit=limit or MAX_OFFERS_PAGE,  # the API's default page
+            as_of=option_time(as_of, "--as-of"),
+        )
+    except ValidationError as exc:  # only --sort is checked here: the scope was checked before
+        print_error(ValueError(validation_line(exc)))
+        raise typer.Exit(2) from None
     settings = load_settings(db, config)
     remote = remote_for(settings, api)
     if remote is not None:
@@ -92,10 +108,14 @@ def offers(
             now = datetime.now(UTC)
             freshness = provider_freshness(warehouse, settings, now)
             found = answer_offers(warehouse, settings, query, now, freshness).offers
+    if fmt is OffersFormat.JSONL:
+        for row in found:
+            sys.stdout.write(OfferOut.model_validate(row).model_dump_json() + "\n")
+        return
     rows = [OfferOut.model_validate(row).model_dump(mode="json") for row in found]
-    if fmt is OutputFormat.JSON:
+    if fmt is OffersFormat.JSON:
         print_json({"offers": rows})
-    elif fmt is OutputFormat.CSV:
+    elif fmt is OffersFormat.CSV:
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=list(OfferOut.model_fields), lineterminator="\n")
         writer.writeheader()

@@ -56,10 +56,13 @@ def _option(name: str, field: FieldInfo) -> inspect.Parameter:
 def validation_line(exc: ValidationError) -> str:
     """One readable line for the first problem pydantic found."""
     error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"]) or "value"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if not error["loc"]:  # a check over several fields says which itself (gpu=H100:x)
+        return message
+    where = ".".join(str(part) for part in error["loc"])
     fields = OfferScope.model_fields
-    flag = _flag(where, fields[where]) if where in fields else where
-    return f"{flag}: {error['msg']}"
+    flag = _flag(where, fields[where]) if where in fields else f"--{where.replace('_', '-')}"
+    return f"{flag}: {message}"
 
 
 def scope_options(
@@ -94,5 +97,3 @@ def scope_options(
         return wrapper
 
     return decorate
-
-

@@ -143,7 +143,9 @@ def _known_query(route: APIRoute) -> frozenset[str]:
     cached: frozenset[str] | None = getattr(route, _KNOWN, None)
     if cached is not None:
         return cached
-    names: set[str] = set()
+    names: set[str] = {  # parameters a route documents itself (`parameters.query_model`)
+        p["name"] for p in (route.openapi_extra or {}).get("parameters", ()) if p["in"] == "query"
+    }
     pending: list[Dependant] = [route.dependant]
     while pending:
         dependant = pending.pop()

@@ -67,6 +67,16 @@ class OfferOut(BaseModel):
         default=None, description="Monthly cap on the hourly billing, USD"
     )
     price_per_month_native: float | None = None
+    price_per_pflop_hour: float | None = Field(
+        default=None,
+        description="USD per dense BF16 PFLOP-hour (FP16 where the card has no BF16), from the "
+        "catalog's TFLOPs; null when the GPU or its figure is unknown",
+    )
+    nvlink: bool | None = Field(
+        default=None,
+        description="GPUs linked by NVLink (SXM boards); null where the catalog cannot tell "
+        "(a PCIe card a bridge may link)",
+    )
     run_id: str = Field(description="The collection run that observed it (see /providers)")
     stale: bool = Field(
         default=False,

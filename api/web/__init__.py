@@ -38,6 +38,7 @@ def templates() -> Jinja2Templates:
     result.env.globals.update(
         columns=COLUMNS,
         filter_fields=_query.FILTER_FIELDS,
+        node_fields=_query.NODE_FIELDS,
         table_fields=_query.TABLE_FIELDS,
         chart_fields=_query.CHART_FIELDS,
         workload_fields=_query.WORKLOAD_FIELDS,

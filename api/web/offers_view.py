@@ -6,6 +6,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from warehouse.offers import SORT_FIELDS
+
 __all__ = [
     "COLUMNS",
     "Column",
@@ -38,10 +40,13 @@ COLUMNS: tuple[Column, ...] = (
     Column("price_per_hour", "$/hour", numeric=True),
     Column("gpu_count", "GPUs", numeric=True),
     Column("vram_gb", "VRAM (GB)", numeric=True),
+    Column("price_per_pflop_hour", "$/PFLOP-hour", numeric=True),
+    Column("reliability", "Reliability", numeric=True),
     Column("region", "Region"),
     Column("available", "Available"),
 )
-SORT_KEYS = frozenset(c.key for c in COLUMNS)
+SORT_KEYS = frozenset(c.key for c in COLUMNS) | frozenset(SORT_FIELDS)
+"""The columns, and any numeric offer field (vCPUs, RAM, disk) by its name in the URL."""
 
 
 def gpu_label(row: Mapping[str, Any]) -> str:

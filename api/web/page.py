@@ -93,11 +93,15 @@ def _gpu_groups(rows: Sequence[Mapping[str, Any]], selected: str | None) -> list
 
 
 def _offer_query(query: PageQuery) -> OfferQuery:
-    return OfferQuery(
-        gpu=query.gpu,
-        providers=(query.provider,) if query.provider else (),
-        pricing=Pricing(query.pricing) if query.pricing else None,
-        include_unavailable=query.include_unavailable,
+    """The offers the page's filters ask for (a bad node filter raises `ValidationError`)."""
+    return OfferQuery.model_validate(
+        {
+            "gpu": query.gpu,
+            "providers": (query.provider,) if query.provider else (),
+            "pricing": Pricing(query.pricing) if query.pricing else None,
+            "include_unavailable": query.include_unavailable,
+            **dict(query.node),
+        }
     )
 
 
@@ -148,7 +152,8 @@ def _gpus(
 def _validation_message(exc: ValidationError) -> str:
     first = exc.errors()[0]
     where = ".".join(str(part) for part in first["loc"])
-    return f"{where}: {first['msg']}"
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return f"{where}: {message}" if where else message
 
 
 def page_data(
@@ -171,6 +176,9 @@ def page_data(
         rows = answer_offers(warehouse, settings, _offer_query(query), now, freshness).offers
     except PipelineError as exc:
         page.errors["filters"] = str(exc)
+        return page
+    except ValidationError as exc:
+        page.errors["filters"] = _validation_message(exc)
         return page
     page.offers_total = len(rows)
     page.gpus = _gpus(warehouse, query, rows, now)

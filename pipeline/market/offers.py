@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from pipeline.base import provider_module
 from pipeline.catalog import Catalog, GpuSpec, Resolution, get_catalog
@@ -13,7 +13,7 @@ from pipeline.timeparse import UtcDateTime
 from warehouse import OfferFilters, Warehouse
 from warehouse import offers as wo
 from warehouse import queries as q
-from warehouse.offers import SortKey
+from warehouse.offers import SORT_FIELDS, SortKey, sort_columns
 
 __all__ = [
     "OfferQuery",
@@ -24,14 +24,27 @@ __all__ = [
     "unknown_gpus",
 ]
 
+
 class OfferQuery(OfferScope):
     """A question about offers: which (the scope), in what order, how many, as of when."""
 
-    sort: SortKey = Field("price_per_gpu_hour", description="Cheapest first by this price")
+    sort: SortKey = Field(
+        "price_per_gpu_hour",
+        max_length=64,
+        description=f"Order by one of {', '.join(SORT_FIELDS)}, ascending; -field for "
+        "descending (e.g. -reliability). Unknown values last, ties cheapest per GPU-hour first",
+        examples=["price_per_gpu_hour", "-reliability", "price_per_pflop_hour"],
+    )
     limit: int | None = Field(None, ge=1, description="Most offers to return")
     as_of: UtcDateTime | None = Field(
         None, description="ISO 8601 time: each provider's last snapshot at or before it"
     )
+
+    @field_validator("sort")
+    @classmethod
+    def _known_sort(cls, value: str) -> str:
+        sort_columns(value)  # raises ValueError naming the fields
+        return value
 
     def filters(self, catalog: Catalog | None = None) -> OfferFilters:
         """Validated warehouse filters (unknown GPU, provider or place raise)."""

@@ -12,13 +12,21 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 from pipeline.base import provider_module
 from pipeline.catalog import Catalog, get_catalog
 from pipeline.errors import PipelineError
 from pipeline.location import get_locator
+from pipeline.market.figures import gpu_figures
 from scrapers.models import FormFactor, Pricing
 from warehouse import OfferFilters
 
@@ -26,6 +34,7 @@ __all__ = [
     "ALL_SCOPE",
     "MAX_NAME_CHARS",
     "MAX_NAMES",
+    "NODE_SCOPE",
     "OfferScope",
     "PLACE_SCOPE",
     "front_end_model",
@@ -40,6 +49,12 @@ MAX_NAME_CHARS = 200
 """Longest GPU, provider, region or place name accepted (the longest real one is ~60)."""
 MAX_PRICE_USD = 1e6
 """Highest price bound accepted, USD per GPU-hour."""
+MAX_GPUS = 1024
+"""Most GPUs an offer filter asks for."""
+MAX_VRAM_GB = 1024.0
+"""Most memory per GPU a filter asks for (the offer model refuses more)."""
+MAX_HOST_UNITS = 1e6
+"""Highest vCPU, RAM or disk bound accepted (GB or vCPUs)."""
 
 
 def split_names(values: Any) -> tuple[str, ...]:
@@ -59,6 +74,21 @@ def _split_values(cls: type, values: Any) -> tuple[str, ...]:
 
 def _lower_value(cls: type, value: Any) -> Any:
     return value.strip().lower() if isinstance(value, str) else value
+
+
+def _gpu_shorthand(cls: type, data: Any) -> Any:
+    """`gpu=H100:8` (as in `sky show-gpus H100:8`): the GPU, and exactly 8 of them per offer."""
+    if not isinstance(data, dict) or not isinstance(data.get("gpu"), str):
+        return data
+    name, colon, count = data["gpu"].rpartition(":")
+    if not colon:
+        return data
+    if not count.strip().isdigit() or not name.strip():
+        raise ValueError(f"gpu={data['gpu']!r}: write NAME:COUNT with a whole count, e.g. H100:8")
+    given = data.get("gpu_count")
+    if str(given).strip().isdigit() and int(given) != int(count):
+        raise ValueError(f"gpu={data['gpu']!r} says {int(count)} GPUs but gpu_count says {given}")
+    return {**data, "gpu": name.strip(), "gpu_count": int(count)}
 
 
 class OfferScope(BaseModel):
@@ -109,8 +139,46 @@ class OfferScope(BaseModel):
         allow_inf_nan=False,
         description="Upper bound, USD per GPU-hour",
     )
+    max_price_per_hour: float | None = Field(
+        None,
+        ge=0,
+        le=MAX_PRICE_USD * MAX_GPUS,
+        allow_inf_nan=False,
+        description="Upper bound, USD per hour for the whole offer",
+    )
+    gpu_count: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_GPUS,
+        description="Offers with exactly this many GPUs (gpu=H100:8 says the same)",
+    )
     min_gpu_count: int | None = Field(
-        None, ge=1, le=1024, description="Offers with at least this many GPUs"
+        None, ge=1, le=MAX_GPUS, description="Offers with at least this many GPUs"
+    )
+    min_vram_gb: float | None = Field(
+        None, ge=0, le=MAX_VRAM_GB, description="Lower bound, GB of memory per GPU"
+    )
+    min_total_vram_gb: float | None = Field(
+        None,
+        ge=0,
+        le=MAX_VRAM_GB * MAX_GPUS,
+        description="Lower bound, GB of GPU memory over the whole offer",
+    )
+    min_reliability: float | None = Field(
+        None, ge=0, le=1, description="Lower bound of the provider's reliability score, 0 to 1"
+    )
+    verified: bool = Field(False, description="Only offers the provider marks verified")
+    nvlink: bool = Field(
+        False, description="Only offers whose GPUs are linked by NVLink (e.g. SXM boards)"
+    )
+    min_vcpus: float | None = Field(
+        None, ge=0, le=MAX_HOST_UNITS, description="Lower bound, vCPUs of the whole offer"
+    )
+    min_ram_gb: float | None = Field(
+        None, ge=0, le=MAX_HOST_UNITS, description="Lower bound, GB of host RAM"
+    )
+    min_disk_gb: float | None = Field(
+        None, ge=0, le=MAX_HOST_UNITS, description="Lower bound, GB of disk"
     )
     include_unavailable: bool = Field(
         False, description="Also list offers that are listed but not rentable now"
@@ -118,6 +186,7 @@ class OfferScope(BaseModel):
 
     _split = field_validator("providers", "countries", mode="before")(_split_values)
     _lower = field_validator("jurisdiction", mode="before")(_lower_value)
+    _shorthand = model_validator(mode="before")(_gpu_shorthand)
 
     def given(self) -> set[str]:
         """The fields set to something other than "any"."""
@@ -141,6 +210,22 @@ PLACE_SCOPE = frozenset(
     {"gpu", "providers", "pricing", "region", "countries", "continent", "jurisdiction"}
 )
 """What every front end honours: the GPU, who sells it, how it is priced and where it is."""
+NODE_SCOPE = frozenset(
+    {
+        "gpu_count",
+        "min_gpu_count",
+        "min_vram_gb",
+        "min_total_vram_gb",
+        "max_price_per_hour",
+        "min_reliability",
+        "verified",
+        "nvlink",
+        "min_vcpus",
+        "min_ram_gb",
+        "min_disk_gb",
+    }
+)
+"""The shape of one offer (its node): what a front end over individual offers can honour."""
 
 
 def resolve(scope: OfferScope, catalog: Catalog | None = None, **view: Any) -> OfferFilters:
@@ -157,11 +242,22 @@ def resolve(scope: OfferScope, catalog: Catalog | None = None, **view: Any) -> O
         "region": scope.region,
         "form_factor": str(scope.form_factor) if scope.form_factor else None,
         "max_price_per_gpu_hour": scope.max_price_per_gpu_hour,
+        "max_price_per_hour": scope.max_price_per_hour,
+        "gpu_count": scope.gpu_count,
         "min_gpu_count": scope.min_gpu_count,
+        "min_vram_gb": scope.min_vram_gb,
+        "min_total_vram_gb": scope.min_total_vram_gb,
+        "min_reliability": scope.min_reliability,
+        "verified": scope.verified,
+        "nvlink": scope.nvlink,
+        "min_vcpus": scope.min_vcpus,
+        "min_ram_gb": scope.min_ram_gb,
+        "min_disk_gb": scope.min_disk_gb,
         "include_unavailable": scope.include_unavailable,
         "countries": locator.check_countries(scope.countries),
         "continent": locator.check_continent(scope.continent),
         "jurisdiction": scope.jurisdiction,
+        "gpu_figures": gpu_figures(cat),
     }
     return OfferFilters(**{**values, **view})
 
@@ -188,6 +284,8 @@ def front_end_model(model: type[BaseModel], honoured: Collection[str], name: str
         validators["lower_jurisdiction"] = field_validator("jurisdiction", mode="before")(
             _lower_value
         )
+    if "gpu" in fields and "gpu_count" in fields:
+        validators["gpu_shorthand"] = model_validator(mode="before")(_gpu_shorthand)
     return create_model(  # type: ignore[call-overload,no-any-return]
         name,
         __config__=model.model_config,

@@ -4,8 +4,10 @@
 `OfferServer` instead: the one place current offers are served from, with one cache. It holds,
 for the snapshots in force, each provider's status (read once per burst), the current offers in
 memory (`warehouse.current.CurrentOffers`, which evaluates the same `OfferFilters` as the SQL
-and is property-tested against it), and whatever the front end derives from them (serialised
-pages), all dropped together when a provider's snapshot changes.
+and is property-tested against it), each offer's JSON as the front end encodes it (made the
+first time an answer holds the offer: `encoded`), and whatever the front end derives from them
+(serialised pages), all dropped together when a provider's snapshot changes. A new question is
+then a selection over Arrow columns plus a join of bytes already made.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
+
+import pyarrow as pa
 
 from pipeline.market.freshness import (
     ProviderFreshness,
@@ -28,10 +32,10 @@ from pipeline.market.freshness import (
 from pipeline.market.history import check_as_of, snapshots_as_of
 from pipeline.market.offers import OfferQuery, current_offers
 from pipeline.settings import Settings
-from warehouse import Warehouse
+from warehouse import OfferFilters, Warehouse
 from warehouse.current import CurrentOffers
 
-__all__ = ["OfferServer", "OffersAnswer", "answer_offers"]
+__all__ = ["EncodedAnswer", "OfferServer", "OffersAnswer", "RowEncoder", "answer_offers"]
 
 T = TypeVar("T")
 
@@ -41,12 +45,44 @@ process's warehouse shows at once (`Warehouse.generation`); the TTL bounds how l
 written by another process (a collector on the same lake) shows."""
 DERIVED_KEPT = 512
 """Derived answers (e.g. serialised pages) kept per snapshot version, least recently used out."""
+ENCODED_CHUNK = 1024
+"""Offers joined per piece of an encoded answer (an NDJSON stream sends it as it goes)."""
+RowEncoder = Callable[[list[dict[str, Any]]], list[bytes]]
+"""The front end's JSON of each offer, one object per row, without the `stale` key."""
+_STALE = {True: b',"stale":true}', False: b',"stale":false}'}
 
 
 @dataclass(frozen=True, slots=True)
 class OffersAnswer:
     offers: list[dict[str, Any]]
     providers: list[ProviderFreshness]
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedAnswer:
+    """An answer's offers as JSON objects (each with `stale`), in pieces, made as they are read."""
+
+    count: int
+    providers: list[ProviderFreshness]
+    pieces: Iterator[list[bytes]]
+
+
+def _within_max_age(
+    query: OfferQuery, freshness: Sequence[ProviderFreshness], max_age: timedelta | None
+) -> OfferQuery | None:
+    """`query` limited to providers whose snapshot is at most `max_age` old (None: none is)."""
+    if max_age is None:
+        return query
+    wanted = set(query.providers) if query.providers else {f.provider for f in freshness}
+    providers = tuple(sorted(wanted & within_max_age(freshness, max_age)))
+    return query.model_copy(update={"providers": providers}) if providers else None
+
+
+def _reported(
+    freshness: Sequence[ProviderFreshness], drawn: set[str], asked: Sequence[str]
+) -> list[ProviderFreshness]:
+    """The providers an answer reports on: those it draws on or was asked for (else all)."""
+    return [f for f in freshness if f.provider in drawn or not asked]
 
 
 def _as_of_freshness(
@@ -91,23 +127,17 @@ def answer_offers(
     if query.as_of is not None:
         check_as_of(query.as_of, now, settings.retention)
         freshness = _as_of_freshness(warehouse, settings, query.as_of)
-    providers = tuple(query.providers)
-    if max_age is not None:
-        wanted = set(providers) if providers else {f.provider for f in freshness}
-        providers = tuple(sorted(wanted & within_max_age(freshness, max_age)))
-        if not providers:
-            return OffersAnswer(offers=[], providers=[])
-        query = query.model_copy(update={"providers": providers})
+    restricted = _within_max_age(query, freshness, max_age)
+    if restricted is None:
+        return OffersAnswer(offers=[], providers=[])
     select = offers or (lambda q: current_offers(warehouse, q))
     stale = {f.provider for f in freshness if f.stale}
     rows = [
-        {**row, "stale": row["provider"] in stale or rate_is_stale(row)} for row in select(query)
+        {**row, "stale": row["provider"] in stale or rate_is_stale(row)}
+        for row in select(restricted)
     ]
-    drawn = {row["provider"] for row in rows} | set(providers)
-    return OffersAnswer(
-        offers=rows,
-        providers=[f for f in freshness if f.provider in drawn or not providers],
-    )
+    drawn = {row["provider"] for row in rows} | set(restricted.providers)
+    return OffersAnswer(offers=rows, providers=_reported(freshness, drawn, restricted.providers))
 
 
 @dataclass(slots=True)
@@ -118,6 +148,8 @@ class _Snapshots:
     read_at: float
     generation: int
     copy: CurrentOffers | None = None
+    encoded: list[bytes | None] | None = None
+    """Each offer of `copy` (by position) as JSON without its closing brace, once made."""
     derived: OrderedDict[Hashable, Any] | None = None
 
     @property
@@ -167,6 +199,7 @@ class OfferServer:
             fresh = _Snapshots(status, read_at, generation)
             if previous is not None and previous.version == fresh.version:
                 fresh.copy, fresh.derived = previous.copy, previous.derived  # same snapshots
+                fresh.encoded = previous.encoded
             self._held = fresh
         return fresh
 
@@ -180,20 +213,67 @@ class OfferServer:
         """Names each provider's snapshot in force: equal versions, equal current offers."""
         return self._snapshots().version
 
-    def offers(self, query: OfferQuery) -> list[dict[str, Any]]:
-        """`current_offers(warehouse, query)`, from memory where the copy answers the filters."""
-        filters = query.filters()
-        if not CurrentOffers.answers(filters):
-            return current_offers(self.warehouse, query)
-        held = self._snapshots()
+    def _copy(self, held: _Snapshots, filters: OfferFilters) -> CurrentOffers:
         copy = held.copy
         if copy is None:
             with self._lock:
                 copy = held.copy
                 if copy is None:
                     with self.warehouse.cursor() as cur:
-                        copy = held.copy = CurrentOffers.load(cur, held.version)
-        return copy.rows(filters)
+                        copy = CurrentOffers.load(cur, held.version, filters.gpu_figures)
+                    held.encoded = [None] * copy.size
+                    held.copy = copy
+        return copy
+
+    def offers(self, query: OfferQuery) -> list[dict[str, Any]]:
+        """`current_offers(warehouse, query)`, from memory where the copy answers the filters."""
+        filters = query.filters()
+        if not CurrentOffers.answers(filters):
+            return current_offers(self.warehouse, query)
+        return self._copy(self._snapshots(), filters).rows(filters)
+
+    def encoded(
+        self,
+        query: OfferQuery,
+        freshness: Sequence[ProviderFreshness],
+        encode: RowEncoder,
+        max_age: timedelta | None = None,
+    ) -> EncodedAnswer | None:
+        """The answer of `answer` with its offers as JSON, each encoded once per snapshot;
+        None where the in-memory copy does not answer the filters (`as_of`, `region`)."""
+        if query.as_of is not None or query.region is not None:
+            return None
+        restricted = _within_max_age(query, freshness, max_age)
+        if restricted is None:
+            return EncodedAnswer(0, [], iter(()))
+        filters = restricted.filters()
+        held = self._snapshots()
+        copy = self._copy(held, filters)
+        cache = held.encoded
+        assert cache is not None
+        positions = copy.select(filters)
+        drawn = copy.distinct_at("provider", positions)
+        stale = {f.provider for f in freshness if f.stale}
+
+        def pieces() -> Iterator[list[bytes]]:
+            for start in range(0, len(positions), ENCODED_CHUNK):
+                piece = positions[start : start + ENCODED_CHUNK]
+                ids = piece.to_pylist()
+                missing = [p for p in ids if cache[p] is None]
+                if missing:
+                    made = encode(copy.rows_at(pa.array(missing, pa.int64())))
+                    for p, raw in zip(missing, made, strict=True):
+                        cache[p] = raw[:-1]  # without "}": `stale` goes last
+                providers = copy.values_at("provider", piece)
+                yield [
+                    cache[p] + _STALE[name in stale]  # type: ignore[operator]
+                    for p, name in zip(ids, providers, strict=True)
+                ]
+
+        return EncodedAnswer(
+            len(positions), _reported(freshness, drawn | set(restricted.providers),
+                                      restricted.providers), pieces()
+        )  # fmt: skip
 
     def answer(
         self,

@@ -8,11 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pipeline.catalog import get_catalog
 from pipeline.collection.collect import run_collection
+from pipeline.market.figures import gpu_figures
 from tests.conftest import FIXTURES, OBSERVED_AT
 from warehouse import OfferFilters, Warehouse
 from warehouse.current import CurrentOffers
-from warehouse.offers import latest_offers
+from warehouse.offers import SORT_FIELDS, latest_offers
+
+FIGURES = gpu_figures(get_catalog())
 
 REPLAYS = {
     "vastai": FIXTURES / "vastai_bundles_europe.json",
@@ -40,22 +44,33 @@ filters = st.builds(
     pricing=st.sampled_from([None, "on_demand", "spot"]),
     form_factor=st.sampled_from([None, "SXM", "PCIe", "NVL"]),
     max_price_per_gpu_hour=st.none() | st.floats(min_value=0, max_value=10),
+    max_price_per_hour=st.none() | st.floats(min_value=0, max_value=80),
+    gpu_count=st.none() | st.sampled_from([1, 2, 4, 8]),
     min_gpu_count=st.none() | st.sampled_from([1, 2, 3, 4, 8]),
+    min_vram_gb=st.none() | st.sampled_from([0.0, 16.0, 24.0, 40.0, 80.0, 141.0]),
+    min_total_vram_gb=st.none() | st.floats(min_value=0, max_value=1200),
+    min_reliability=st.none() | st.floats(min_value=0, max_value=1),
+    verified=st.booleans(),
+    nvlink=st.booleans(),
+    min_vcpus=st.none() | st.floats(min_value=0, max_value=256),
+    min_ram_gb=st.none() | st.floats(min_value=0, max_value=2048),
+    min_disk_gb=st.none() | st.floats(min_value=0, max_value=4096),
     include_unavailable=st.booleans(),
-    sort=st.sampled_from(["price_per_gpu_hour", "price_per_hour"]),
+    sort=st.sampled_from(SORT_FIELDS).flatmap(lambda f: st.sampled_from([f, f"-{f}"])),
     limit=st.none() | st.integers(min_value=1, max_value=30),
     countries=some(["US", "DE", "FR", "SE", "NO", "CA", "RO"]),
     continent=st.sampled_from([None, "Europe", "North America", "Asia"]),
     jurisdiction=st.sampled_from([None, "eea", "eu"]),
+    gpu_figures=st.just(FIGURES),
 )
 
 
 def test_the_copy_holds_every_current_offer_cheapest_per_gpu_hour_first(stored):
     with stored.cursor() as cur:
-        copy = CurrentOffers.load(cur)
-        everything = latest_offers(cur, OfferFilters(include_unavailable=True))
+        copy = CurrentOffers.load(cur, gpu_figures=FIGURES)
+        everything = latest_offers(cur, OfferFilters(include_unavailable=True, gpu_figures=FIGURES))
     assert len(everything) > 50
-    assert copy.rows(OfferFilters(include_unavailable=True)) == everything
+    assert copy.rows(OfferFilters(include_unavailable=True, gpu_figures=FIGURES)) == everything
 
 
 def test_filters_it_does_not_evaluate_are_left_to_the_query():
@@ -63,9 +78,14 @@ def test_filters_it_does_not_evaluate_are_left_to_the_query():
     assert not CurrentOffers.answers(OfferFilters(as_of=OBSERVED_AT))
 
 
-@settings(max_examples=200, deadline=None)
-@given(wanted=filters)
-def test_any_filters_give_the_rows_latest_offers_gives(stored, wanted):
+@pytest.fixture(scope="module")
+def copy(stored: Warehouse) -> CurrentOffers:
     with stored.cursor() as cur:
-        copy = CurrentOffers.load(cur)
+        return CurrentOffers.load(cur, gpu_figures=FIGURES)
+
+
+@settings(max_examples=300, deadline=None)
+@given(wanted=filters)
+def test_any_filters_and_sort_give_the_rows_latest_offers_gives(stored, copy, wanted):
+    with stored.cursor() as cur:
         assert copy.rows(wanted) == latest_offers(cur, wanted)

@@ -51,8 +51,8 @@ def test_the_page_shows_current_offers_in_a_real_table(web):
     page = soup(response)
     headers = [th.get_text(" ", strip=True) for th in page.select("#offers-table thead th")]
     assert [h.rstrip("↕▲▼ ") for h in headers] == [
-        "GPU", "Provider", "Pricing", "$/GPU-hour", "$/hour", "GPUs", "VRAM (GB)", "Region",
-        "Available",
+        "GPU", "Provider", "Pricing", "$/GPU-hour", "$/hour", "GPUs", "VRAM (GB)",
+        "$/PFLOP-hour", "Reliability", "Region", "Available",
     ]  # fmt: skip
     assert all(th["scope"] == "col" for th in page.select("#offers-table thead th"))
     rows = offer_rows(page)
