@@ -16,6 +16,7 @@ from api.rest.routes import (
     gpus,
     health,
     history,
+    index,
     metrics,
     offers,
     providers,
@@ -79,7 +80,7 @@ def create_app(
     install_problem_handlers(app)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(HeadAsGetMiddleware)
-    routers = (quotes, offers, history, gpus, providers, regions, metrics, health, alerts)
+    routers = (quotes, offers, history, index, gpus, providers, regions, metrics, health, alerts)
     for module in routers:  # the API; the web page reads its own query leniently
         app.include_router(module.router, dependencies=[Depends(known_query_only)])
     app.include_router(web.router)

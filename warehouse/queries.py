@@ -11,6 +11,7 @@ from typing import Any, Literal
 import duckdb
 import pyarrow as pa
 
+from warehouse.index import roll_up_batch
 from warehouse.offers import NEWEST_SNAPSHOT
 from warehouse.summaries import SUMMARISE_BATCH
 
@@ -115,6 +116,7 @@ def insert_run(
             with _one_thread(conn):
                 conn.execute("INSERT INTO offer_observations BY NAME SELECT * FROM offer_batch")
                 conn.execute(SUMMARISE_BATCH)
+                roll_up_batch(conn, run.provider, run.observed_at)
                 if _is_latest_snapshot(conn, run):
                     conn.execute("DELETE FROM current_offers WHERE provider = ?", [run.provider])
                     conn.execute("INSERT INTO current_offers BY NAME SELECT * FROM offer_batch")

@@ -11,7 +11,8 @@ SUMMARY_AGGREGATES = """
     max(price_per_gpu_hour) AS max_price,
     count(*) AS offer_count,
     count(*) FILTER (WHERE available) AS available_count,
-    min(price_per_gpu_hour) FILTER (WHERE available) AS min_available_price
+    min(price_per_gpu_hour) FILTER (WHERE available) AS min_available_price,
+    arg_min(offer_id, price_per_gpu_hour) FILTER (WHERE available) AS min_available_offer_id
 """
 """One snapshot's figures over its offers: ingest, history rebuilt from raw, bench/history.py."""
 
