@@ -29,6 +29,7 @@ from api.cli.common import (
     out,
     user_errors,
 )
+from api.cli.index import index_command, market_command
 from api.cli.quote import quote
 from api.cli.scope import scope_options
 from api.cli.warehouse import warehouse_app
@@ -419,6 +420,8 @@ def prune_cmd(db: DbOption = None, config: ConfigOption = None) -> None:
 
 
 app.command("quote")(quote)
+app.command("index")(index_command)
+app.command("market")(market_command)
 app.add_typer(alerts_app, name="alerts")
 app.add_typer(warehouse_app, name="warehouse")
 

@@ -21,9 +21,9 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import BeforeValidator, Field
 
 from pipeline.catalog import Catalog
 from pipeline.market.index import INDEX_SCOPE, METHODOLOGY, one_gpu
@@ -42,6 +42,20 @@ PRICE_DECIMALS = 2
 PERCENT = 100.0
 
 
+def _prices(value: Any) -> tuple[float, ...]:
+    """`"1.5,2"` or `["1.5", "2"]` -> `(1.5, 2.0)`; refused unless finite and zero or more."""
+    try:
+        prices = tuple(float(n) for n in split_names(value))
+    except ValueError:
+        raise ValueError(f"below takes prices like 1.5,2; got {value!r}") from None
+    if any(not math.isfinite(p) or p < 0 for p in prices):
+        raise ValueError("below prices must be finite and zero or more")
+    return prices
+
+
+Prices = Annotated[tuple[float, ...], BeforeValidator(_prices)]
+
+
 class MarketQuery(OfferScope):
     """One GPU and pricing over the last `days` days."""
 
@@ -49,23 +63,11 @@ class MarketQuery(OfferScope):
         min_length=1, max_length=200, description="One canonical GPU id or spelling"
     )
     days: int = Field(30, ge=1, le=MAX_DAYS, description="Days of history to weigh now against")
-    below: tuple[float, ...] = Field(
+    below: Prices = Field(
         (),
         max_length=MAX_BELOW,
         description="USD per GPU-hour prices, e.g. 1.5,2 (default: rounded p10, median, p90)",
     )
-
-    @field_validator("below", mode="before")
-    @classmethod
-    def _split_prices(cls, value: Any) -> Any:
-        names = split_names(value)
-        try:
-            prices = tuple(float(n) for n in names)
-        except ValueError:
-            raise ValueError(f"below takes prices like 1.5,2; got {value!r}") from None
-        if any(not math.isfinite(p) or p < 0 for p in prices):
-            raise ValueError("below prices must be zero or more")
-        return prices
 
 
 def quantile(ordered: Sequence[float], q: float) -> float:
