@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from pipeline.workload.quotes import quote_history
+from pipeline.workload.ranking import Quote
 
 __all__ = [
     "BelowOut",
@@ -16,6 +20,8 @@ __all__ = [
     "IndexPointOut",
     "IndexSeriesOut",
     "MarketOut",
+    "QuoteHistoryOut",
+    "quote_history_out",
 ]
 
 Methodology = Literal["v1"]
@@ -98,3 +104,24 @@ class MarketOut(BaseModel):
     below: list[BelowOut]
     volatility: float | None = Field(description="Standard deviation of daily log changes")
     cheapest_hour_utc: int | None = Field(description="Hour of day with the lowest mean value")
+
+
+class QuoteHistoryOut(BaseModel):
+    """The same job at the GPU's price index over the last `days` days (methodology v1)."""
+
+    days: int
+    history_days: int = Field(description="Daily index values behind the figures")
+    p10_cost_usd: float = Field(description="The job at the index's 10th percentile")
+    median_cost_usd: float
+    p90_cost_usd: float
+    now_price_per_gpu_hour: float | None = Field(description="Latest hourly index value")
+    percentile_now: float | None = Field(description="% of those days at or below now")
+
+
+def quote_history_out(
+    quote: Quote, markets: Mapping[tuple[str, str], Mapping[str, Any]]
+) -> QuoteHistoryOut | None:
+    """The `history` block of one quote, from the markets of its result."""
+    key = (quote.offer.get("gpu") or "", str(quote.offer.get("pricing")))
+    history = quote_history(quote, markets.get(key))
+    return QuoteHistoryOut.model_validate(history) if history else None
