@@ -298,3 +298,19 @@ def test_bad_index_and_market_queries_are_problems_that_say_what_to_fix(
     assert 400 <= response.status_code < 500
     assert response.headers["content-type"].startswith("application/problem+json")
     assert needle in response.text
+
+
+def test_the_page_charts_the_index_and_each_value_is_one_click_from_its_explanation(index_client):
+    from bs4 import BeautifulSoup
+
+    page = BeautifulSoup(
+        index_client.get("/", params={"gpu": "H100-80GB", "interval": "1h"}).text, "html.parser"
+    )
+    assert {g["data-index-pricing"] for g in page.select("#index-chart g")} == {"on_demand", "spot"}
+    links = page.select("#index-table a")
+    assert links and len(page.select("#index-chart a")) >= len(links)
+    for link in links:
+        explained = index_client.get(link["href"]).json()
+        assert (
+            f"${explained['value']:,.2f}" in link.text or f"{explained['value']:.2f}" in link.text
+        )
