@@ -33,6 +33,7 @@ __all__ = [
     "IndexQuery",
     "explain_index",
     "export_index",
+    "index_change",
     "index_filters",
     "index_series",
     "latest_index_values",
@@ -201,6 +202,37 @@ def export_index(
     """The points of `index_series`, one row per (gpu, pricing, bucket), as CSV or Parquet."""
     sql, params = wi.index_sql(index_filters(query, now))
     return export_sql(warehouse, sql, params, fmt)
+
+
+def index_change(
+    warehouse: Warehouse, scope: OfferScope, within: timedelta, now: datetime
+) -> dict[str, Any] | None:
+    """How the hourly index of one GPU moved: its latest value against the value of the bucket
+    `within` before it, in %. None when either bucket is a gap."""
+    gpu = one_gpu(scope)
+    pricing = str(scope.pricing or Pricing.ON_DEMAND)
+    form_factor = str(scope.form_factor) if scope.form_factor else None
+    f = wi.IndexFilters(
+        frozenset({gpu}), (pricing,), "1h", now - within - timedelta(days=1), now + INCLUDE_NOW,
+        form_factor,
+    )  # fmt: skip
+    with warehouse.cursor() as cur:
+        points = {p["t"]: p["value"] for p in wi.index_points(cur, f)}
+    if not points:
+        return None
+    latest = max(points)
+    previous = points.get(latest - within)
+    if previous is None or previous <= 0:
+        return None
+    return {
+        "gpu": gpu,
+        "pricing": pricing,
+        "t": latest,
+        "value": points[latest],
+        "previous_t": latest - within,
+        "previous_value": previous,
+        "change_percent": (points[latest] / previous - 1) * 100,
+    }
 
 
 def latest_index_values(warehouse: Warehouse) -> list[dict[str, Any]]:
