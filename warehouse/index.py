@@ -26,6 +26,7 @@ __all__ = [
     "index_points",
     "index_sql",
     "known_providers",
+    "rebuild_rollups",
     "roll_up_batch",
 ]
 
@@ -69,6 +70,35 @@ def roll_up_batch(conn: duckdb.DuckDBPyConnection, provider: str, observed_at: d
         [provider, observed_at, hour, day],
     )
     conn.execute(_ROLL_UP, [hour, day, provider, observed_at])
+
+
+def rebuild_rollups(conn: duckdb.DuckDBPyConnection) -> None:
+    """`index_rollups` rebuilt from the runs and summaries (what migration 0013 does once, for
+    bulk-built warehouses such as bench/history.py's); ingest keeps it up to date after that."""
+    conn.execute("DELETE FROM index_rollups")
+    conn.execute(
+        """
+        INSERT INTO index_rollups BY NAME
+        WITH last_runs AS (
+            SELECT i.bucket_interval,
+                   make_timestamptz(epoch_us(time_bucket(i.width,
+                       make_timestamp(epoch_us(r.observed_at))))) AS t,
+                   r.provider,
+                   arg_max(r.run_id, {'observed': r.observed_at, 'finished': r.finished_at})
+                       AS run_id
+            FROM collection_runs AS r,
+                 (VALUES ('1h', INTERVAL 1 HOUR), ('1d', INTERVAL 1 DAY))
+                     AS i(bucket_interval, width)
+            WHERE r.status = 'ok'
+            GROUP BY ALL
+        )
+        SELECT l.bucket_interval, l.t, s.provider, s.run_id, s.observed_at, s.gpu,
+               s.form_factor, s.pricing, s.min_available_price AS price_per_gpu_hour,
+               s.min_available_offer_id AS offer_id
+        FROM last_runs AS l JOIN price_summaries AS s USING (run_id)
+        ORDER BY l.t
+        """
+    )
 
 
 @dataclass(frozen=True, slots=True)
