@@ -46,8 +46,8 @@ from warehouse.history import (
     price_history,
     price_history_json,
 )
-from warehouse.index import rebuild_rollups
 from warehouse.offers import latest_offers
+from warehouse.rollups import rebuild_rollups
 from warehouse.summaries import SUMMARY_AGGREGATES
 
 END = datetime(2026, 3, 1, tzinfo=UTC)
@@ -406,7 +406,7 @@ def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
         t0 = time.perf_counter()
         rebuild_rollups(conn)  # ingest writes these run by run; here in bulk, same rows
-        done("index_rollups (1h, 1d)", t0)
+        done("index + history rollups (1h, 1d)", t0)
 
         t0 = time.perf_counter()
         obs = observations_sql(
@@ -442,6 +442,7 @@ def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
                 "collection_runs",
                 "price_summaries",
                 "index_rollups",
+                "history_rollups",
                 "offer_observations",
                 "current_offers",
             )

@@ -83,9 +83,7 @@ class CurrentOffers:
             )  # fmt: skip
         mask = self._mask(view.table, filters, candidates)
         if mask is not None:
-            positions = (
-                pc.indices_nonzero(mask) if candidates is None else candidates.filter(mask)
-            )
+            positions = pc.indices_nonzero(mask) if candidates is None else candidates.filter(mask)
         elif candidates is not None:
             positions = candidates
         else:
@@ -103,9 +101,7 @@ class CurrentOffers:
         return self._views[sort]
 
     @staticmethod
-    def _mask(
-        table: pa.Table, filters: OfferFilters, rows: pa.Array | None
-    ) -> pa.Array | None:
+    def _mask(table: pa.Table, filters: OfferFilters, rows: pa.Array | None) -> pa.Array | None:
         """The other filters over `rows` of `table` (all rows when None)."""
         conditions: list[pa.Array] = []
 

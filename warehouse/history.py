@@ -19,7 +19,8 @@ from typing import Any
 import duckdb
 
 from warehouse.offers import OfferFilters, scope_conditions
-from warehouse.summaries import SUMMARY_AGGREGATES
+from warehouse.rollups import ROLLUP_INTERVALS, bucket_start
+from warehouse.summaries import BUCKET_AGGREGATES, SUMMARY_AGGREGATES
 
 __all__ = [
     "HistoryFilters",
@@ -118,7 +119,9 @@ def _bucket_start(interval: str) -> str:
     )
 
 
-def history_sql(f: HistoryFilters) -> tuple[str, list[Any]]:
+def history_sql(f: HistoryFilters, *, rolled_up: bool = True) -> tuple[str, list[Any]]:
+    """The history points of `f`; `rolled_up=False` computes every bucket from the per-snapshot
+    summaries (the rollups' reference, in tests and bench/history.py)."""
     params: list[Any] = []
     # Summaries are per snapshot, GPU, form factor, provider and pricing, not per place or node:
     # any other
@@ -133,27 +136,64 @@ def history_sql(f: HistoryFilters) -> tuple[str, list[Any]]:
         form_factor=f.scope.form_factor,
         include_unavailable=f.scope.include_unavailable,
     )
-    where = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
-    params += [f.since, f.until]
     source = "price_summaries"
     if f.scope != summarised or not f.scope.include_unavailable:
-        source = f"({_summaries_from_raw(where)})"
-        where = ["TRUE"]
+        where = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
+        params += [f.since, f.until]
+        return _bucketed(f, f"({_summaries_from_raw(where)})", ["TRUE"]), params
+    full = _full_buckets(f) if rolled_up else None
+    if full is None:
+        where = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
+        params += [f.since, f.until]
+        return _bucketed(f, source, where), params
+    # Whole buckets come from the rollups; the partial ones at either end (a `since` or `until`
+    # inside a bucket) from the summaries of their snapshots inside [since, until) only.
+    low, high = full
+    rolled = ["bucket_interval = ?", "t >= ?", "t < ?"]
+    params += [f.interval, low, high]
+    rolled += scope_conditions(f.scope, params)
+    edges = scope_conditions(f.scope, params)
+    edges.append(
+        "((observed_at >= ? AND observed_at < ?) OR (observed_at >= ? AND observed_at < ?))"
+    )
+    params += [f.since, low, high, f.until]
     sql = f"""
-        SELECT gpu, form_factor, provider, pricing,
-               {_bucket_start(f.interval)} AS t,
-               min(min_price) AS min, min(min_available_price) AS min_available,
-               median(p25_price) AS p25,
-               median(median_price) AS median, max(max_price) AS max,
-               CAST(round(avg(offer_count)) AS INTEGER) AS offers,
-               CAST(round(avg(available_count)) AS INTEGER) AS available,
-               count(*) AS snapshots
-        FROM {source} AS s
-        WHERE {" AND ".join(where)}
-        GROUP BY ALL
+        SELECT * FROM (
+            SELECT gpu, form_factor, provider, pricing, t, min, min_available, p25, median, max,
+                   offers, available, snapshots
+            FROM history_rollups WHERE {" AND ".join(rolled)}
+            UNION ALL BY NAME
+            {_bucketed(f, source, edges, ordered=False)}
+        )
         ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t
     """
     return sql, params
+
+
+def _full_buckets(f: HistoryFilters) -> tuple[datetime, datetime] | None:
+    """`[low, high)`: the rolled-up buckets wholly inside [since, until); None when the interval
+    is not rolled up or no whole bucket fits."""
+    width = ROLLUP_INTERVALS.get(f.interval)
+    if width is None:
+        return None
+    low = bucket_start(f.since, f.interval)
+    if low < f.since:
+        low += width
+    high = bucket_start(f.until, f.interval)
+    return (low, high) if low < high else None
+
+
+def _bucketed(f: HistoryFilters, source: str, where: list[str], *, ordered: bool = True) -> str:
+    """Per-snapshot summaries (`source`) grouped into buckets: the statistics of a history point."""
+    order = "ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t" if ordered else ""
+    return f"""
+        SELECT gpu, form_factor, provider, pricing,
+               {_bucket_start(f.interval)} AS t, {BUCKET_AGGREGATES}
+        FROM {source} AS s
+        WHERE {" AND ".join(where)}
+        GROUP BY ALL
+        {order}
+    """
 
 
 def snapshot_times(conn: duckdb.DuckDBPyConnection, as_of: datetime) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The price index (methodology v1): its rollups, written at ingest, and the reads over them.
+"""The price index (methodology v1): the reads over its rollups (`warehouse.rollups`).
 
 `index_rollups` holds, per interval (`1h`, `1d`), UTC bucket and provider, the per-GPU figures of
 that provider's last good snapshot in the bucket: the cheapest available USD per GPU-hour (NULL
@@ -10,10 +10,12 @@ values when their number is even). A bucket where no provider contributes has no
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import duckdb
+
+from warehouse.rollups import ROLLUP_INTERVALS, bucket_start
 
 __all__ = [
     "INDEX_INTERVALS",
@@ -26,79 +28,10 @@ __all__ = [
     "index_points",
     "index_sql",
     "known_providers",
-    "rebuild_rollups",
-    "roll_up_batch",
 ]
 
-INDEX_INTERVALS = {"1h": timedelta(hours=1), "1d": timedelta(days=1)}
+INDEX_INTERVALS = ROLLUP_INTERVALS
 """Bucket widths of the index; buckets start on the UTC hour or day."""
-
-
-def bucket_start(at: datetime, interval: str) -> datetime:
-    """The UTC start of the bucket holding `at`."""
-    utc = at.astimezone(UTC)
-    hour = utc.replace(minute=0, second=0, microsecond=0)
-    return hour if interval == "1h" else hour.replace(hour=0)
-
-
-_ROLL_UP = """
-    INSERT INTO index_rollups BY NAME
-    SELECT b.bucket_interval, b.t, provider, run_id, observed_at, gpu, form_factor, pricing,
-           min(price_per_gpu_hour) FILTER (WHERE available) AS price_per_gpu_hour,
-           arg_min(offer_id, price_per_gpu_hour) FILTER (WHERE available) AS offer_id
-    FROM offer_batch,
-         (VALUES ('1h', ?::TIMESTAMPTZ), ('1d', ?::TIMESTAMPTZ)) AS b(bucket_interval, t)
-    WHERE gpu IS NOT NULL AND NOT EXISTS (
-        SELECT 1 FROM index_rollups AS r
-        WHERE r.provider = ? AND r.bucket_interval = b.bucket_interval AND r.t = b.t
-          AND r.observed_at > ?
-    )
-    GROUP BY ALL
-"""
-
-
-def roll_up_batch(conn: duckdb.DuckDBPyConnection, provider: str, observed_at: datetime) -> None:
-    """Make the run registered as `offer_batch` its provider's entry in the hour and day buckets
-    of `observed_at`, unless a later snapshot of the provider already holds them (a replay of an
-    older time). One DELETE and one INSERT, in the run's transaction."""
-    hour, day = bucket_start(observed_at, "1h"), bucket_start(observed_at, "1d")
-    conn.execute(
-        """
-        DELETE FROM index_rollups WHERE provider = ? AND observed_at <= ?
-          AND ((bucket_interval = '1h' AND t = ?) OR (bucket_interval = '1d' AND t = ?))
-        """,
-        [provider, observed_at, hour, day],
-    )
-    conn.execute(_ROLL_UP, [hour, day, provider, observed_at])
-
-
-def rebuild_rollups(conn: duckdb.DuckDBPyConnection) -> None:
-    """`index_rollups` rebuilt from the runs and summaries (what migration 0013 does once, for
-    bulk-built warehouses such as bench/history.py's); ingest keeps it up to date after that."""
-    conn.execute("DELETE FROM index_rollups")
-    conn.execute(
-        """
-        INSERT INTO index_rollups BY NAME
-        WITH last_runs AS (
-            SELECT i.bucket_interval,
-                   make_timestamptz(epoch_us(time_bucket(i.width,
-                       make_timestamp(epoch_us(r.observed_at))))) AS t,
-                   r.provider,
-                   arg_max(r.run_id, {'observed': r.observed_at, 'finished': r.finished_at})
-                       AS run_id
-            FROM collection_runs AS r,
-                 (VALUES ('1h', INTERVAL 1 HOUR), ('1d', INTERVAL 1 DAY))
-                     AS i(bucket_interval, width)
-            WHERE r.status = 'ok'
-            GROUP BY ALL
-        )
-        SELECT l.bucket_interval, l.t, s.provider, s.run_id, s.observed_at, s.gpu,
-               s.form_factor, s.pricing, s.min_available_price AS price_per_gpu_hour,
-               s.min_available_offer_id AS offer_id
-        FROM last_runs AS l JOIN price_summaries AS s USING (run_id)
-        ORDER BY l.t
-        """
-    )
 
 
 @dataclass(frozen=True, slots=True)

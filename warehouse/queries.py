@@ -11,8 +11,8 @@ from typing import Any, Literal
 import duckdb
 import pyarrow as pa
 
-from warehouse.index import roll_up_batch
 from warehouse.offers import NEWEST_SNAPSHOT
+from warehouse.rollups import roll_up_run
 from warehouse.summaries import SUMMARISE_BATCH
 
 __all__ = [
@@ -70,6 +70,7 @@ REJECT_SCHEMA = pa.schema(
     ]
 )
 
+
 @dataclass(frozen=True, slots=True)
 class RunRow:
     run_id: str
@@ -116,7 +117,7 @@ def insert_run(
             with _one_thread(conn):
                 conn.execute("INSERT INTO offer_observations BY NAME SELECT * FROM offer_batch")
                 conn.execute(SUMMARISE_BATCH)
-                roll_up_batch(conn, run.provider, run.observed_at)
+                roll_up_run(conn, run.provider, run.observed_at)
                 if _is_latest_snapshot(conn, run):
                     conn.execute("DELETE FROM current_offers WHERE provider = ?", [run.provider])
                     conn.execute("INSERT INTO current_offers BY NAME SELECT * FROM offer_batch")
@@ -154,8 +155,6 @@ def _one_thread(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
         yield
     finally:
         conn.execute(f"SET threads = {int(threads[0]) if threads else 1}")
-
-
 
 
 def _is_latest_snapshot(conn: duckdb.DuckDBPyConnection, run: RunRow) -> bool:

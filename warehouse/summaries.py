@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["SUMMARISE_BATCH", "SUMMARY_AGGREGATES"]
+__all__ = ["BUCKET_AGGREGATES", "SUMMARISE_BATCH", "SUMMARY_AGGREGATES"]
 
 SUMMARY_AGGREGATES = """
     min(price_per_gpu_hour) AS min_price,
@@ -24,3 +24,12 @@ SUMMARISE_BATCH = f"""
     GROUP BY run_id, provider, observed_at, gpu, form_factor, pricing
 """
 """Summaries of the run registered as `offer_batch`, in the run's transaction."""
+
+BUCKET_AGGREGATES = """
+    min(min_price) AS min, min(min_available_price) AS min_available,
+    median(p25_price) AS p25, median(median_price) AS median, max(max_price) AS max,
+    CAST(round(avg(offer_count)) AS INTEGER) AS offers,
+    CAST(round(avg(available_count)) AS INTEGER) AS available,
+    count(*) AS snapshots
+"""
+"""One history bucket's figures over its per-snapshot summaries: history and its rollups."""
