@@ -45,6 +45,7 @@ from warehouse.history import (
     points_json_sql,
     price_history,
     price_history_json,
+    with_point_json,
 )
 from warehouse.offers import latest_offers
 from warehouse.rollups import rebuild_rollups
@@ -624,7 +625,7 @@ def run_queries(args: argparse.Namespace, built: dict[str, Any]) -> list[Row]:
         # The API path: the same points serialised as JSON by DuckDB (GET /prices/history).
         with warehouse.cursor() as cur:
             got_json = real(lambda f=filters, c=cur: price_history_json(c, f))
-        base_json = baseline(points_json_sql(naive_sql), naive_params)
+        base_json = baseline(points_json_sql(with_point_json(naive_sql)), naive_params)
         rows.append(Row("  as the API's JSON", got_json, base_json, "points built by DuckDB"))
 
     for label, at in (("offers now", until), (f"offers as_of -{args.as_of_days} d", as_of)):

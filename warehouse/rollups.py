@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 import duckdb
 
-from warehouse.summaries import BUCKET_AGGREGATES
+from warehouse.summaries import BUCKET_AGGREGATES, POINT_JSON
 
 __all__ = ["ROLLUP_INTERVALS", "bucket_start", "rebuild_rollups", "roll_up_run"]
 
@@ -52,13 +52,15 @@ _INDEX_ROLL_UP = f"""
 
 _HISTORY_ROLL_UP = f"""
     INSERT INTO history_rollups BY NAME
-    SELECT b.bucket_interval, b.t, gpu, form_factor, provider, pricing, {BUCKET_AGGREGATES}
-    FROM price_summaries AS s, {_BUCKETS}
-    WHERE s.provider = ? AND s.observed_at >= ? AND s.observed_at < ?
-      AND s.observed_at >= b.t
-      AND s.observed_at < b.t + CASE b.bucket_interval WHEN '1h' THEN INTERVAL 1 HOUR
-                                                      ELSE INTERVAL 1 DAY END
-    GROUP BY ALL
+    SELECT *, {POINT_JSON} AS point_json FROM (
+        SELECT b.bucket_interval, b.t, gpu, form_factor, provider, pricing, {BUCKET_AGGREGATES}
+        FROM price_summaries AS s, {_BUCKETS}
+        WHERE s.provider = ? AND s.observed_at >= ? AND s.observed_at < ?
+          AND s.observed_at >= b.t
+          AND s.observed_at < b.t + CASE b.bucket_interval WHEN '1h' THEN INTERVAL 1 HOUR
+                                                          ELSE INTERVAL 1 DAY END
+        GROUP BY ALL
+    )
 """
 
 
@@ -106,10 +108,12 @@ def rebuild_rollups(conn: duckdb.DuckDBPyConnection) -> None:
     conn.execute(
         f"""
         INSERT INTO history_rollups BY NAME
-        SELECT i.bucket_interval, {start.format("observed_at")} AS t,
-               gpu, form_factor, provider, pricing, {BUCKET_AGGREGATES}
-        FROM price_summaries, {widths}
-        GROUP BY ALL
+        SELECT *, {POINT_JSON} AS point_json FROM (
+            SELECT i.bucket_interval, {start.format("observed_at")} AS t,
+                   gpu, form_factor, provider, pricing, {BUCKET_AGGREGATES}
+            FROM price_summaries, {widths}
+            GROUP BY ALL
+        )
         ORDER BY t
         """
     )

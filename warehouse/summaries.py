@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["BUCKET_AGGREGATES", "SUMMARISE_BATCH", "SUMMARY_AGGREGATES"]
+__all__ = ["BUCKET_AGGREGATES", "POINT_JSON", "SUMMARISE_BATCH", "SUMMARY_AGGREGATES"]
 
 SUMMARY_AGGREGATES = """
     min(price_per_gpu_hour) AS min_price,
@@ -33,3 +33,13 @@ BUCKET_AGGREGATES = """
     count(*) AS snapshots
 """
 """One history bucket's figures over its per-snapshot summaries: history and its rollups."""
+
+POINT_JSON = """
+    CAST(to_json({
+        't': strftime(make_timestamp(epoch_us(t)), '%Y-%m-%dT%H:%M:%SZ'),
+        'min': min, 'min_available': min_available, 'p25': p25, 'median': median, 'max': max,
+        'offers': offers, 'available': available, 'snapshots': snapshots
+    }) AS VARCHAR)
+"""
+"""One history point as the API's JSON, over a bucket row (`t`, then `BUCKET_AGGREGATES`'
+names): kept with each rolled-up bucket, so a year of hourly points is a string join."""

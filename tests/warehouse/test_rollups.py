@@ -56,3 +56,15 @@ def test_history_from_rollups_equals_history_from_summaries(ingested, interval, 
     for a, b in zip(got, expected, strict=True):
         assert a[:5] == b[:5]
         assert a[5:] == pytest.approx(b[5:])
+
+
+@pytest.mark.parametrize("interval", ["1h", "1d"])
+def test_the_apis_json_points_from_rollups_equal_those_computed_from_summaries(ingested, interval):
+    from warehouse.history import points_json_sql
+
+    scope = OfferFilters(gpus=frozenset({"H100-80GB"}), include_unavailable=True)
+    f = HistoryFilters(scope, interval, T0 - timedelta(hours=3, minutes=7), T0 + timedelta(days=2))
+    rolled, params = history_sql(f, with_json=True)
+    summed, summed_params = history_sql(f, rolled_up=False, with_json=True)
+    got = rows(ingested, points_json_sql(rolled), params)
+    assert got and got == rows(ingested, points_json_sql(summed), summed_params)

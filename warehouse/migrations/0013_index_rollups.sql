@@ -66,18 +66,26 @@ CREATE TABLE history_rollups (
     "max"            DOUBLE NOT NULL,
     offers           INTEGER NOT NULL,
     available        INTEGER NOT NULL,
-    snapshots        BIGINT NOT NULL
+    snapshots        BIGINT NOT NULL,
+    point_json       VARCHAR NOT NULL    -- the point as GET /prices/history sends it
 );
 
 INSERT INTO history_rollups BY NAME
-SELECT i.bucket_interval, time_bucket(i.width, observed_at) AS t,
-       gpu, form_factor, provider, pricing,
-       min(min_price) AS min, min(min_available_price) AS min_available,
-       median(p25_price) AS p25, median(median_price) AS median, max(max_price) AS max,
-       CAST(round(avg(offer_count)) AS INTEGER) AS offers,
-       CAST(round(avg(available_count)) AS INTEGER) AS available,
-       count(*) AS snapshots
-FROM price_summaries,
-     (VALUES ('1h', INTERVAL 1 HOUR), ('1d', INTERVAL 1 DAY)) AS i(bucket_interval, width)
-GROUP BY ALL
+SELECT *, CAST(to_json({
+           't': strftime(make_timestamp(epoch_us(t)), '%Y-%m-%dT%H:%M:%SZ'),
+           'min': min, 'min_available': min_available, 'p25': p25, 'median': median,
+           'max': max, 'offers': offers, 'available': available, 'snapshots': snapshots
+       }) AS VARCHAR) AS point_json
+FROM (
+    SELECT i.bucket_interval, time_bucket(i.width, observed_at) AS t,
+           gpu, form_factor, provider, pricing,
+           min(min_price) AS min, min(min_available_price) AS min_available,
+           median(p25_price) AS p25, median(median_price) AS median, max(max_price) AS max,
+           CAST(round(avg(offer_count)) AS INTEGER) AS offers,
+           CAST(round(avg(available_count)) AS INTEGER) AS available,
+           count(*) AS snapshots
+    FROM price_summaries,
+         (VALUES ('1h', INTERVAL 1 HOUR), ('1d', INTERVAL 1 DAY)) AS i(bucket_interval, width)
+    GROUP BY ALL
+)
 ORDER BY t;
