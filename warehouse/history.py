@@ -160,20 +160,21 @@ def history_sql(
     rolled = ["bucket_interval = ?", "t >= ?", "t < ?"]
     params += [f.interval, low, high]
     rolled += scope_conditions(f.scope, params)
-    edges = scope_conditions(f.scope, params)
-    edges.append(
-        "((observed_at >= ? AND observed_at < ?) OR (observed_at >= ? AND observed_at < ?))"
-    )
-    params += [f.since, low, high, f.until]
-    edge_buckets = _bucketed(f, source, edges, ordered=False)
+    # Each partial bucket on its own plain time range, so zonemaps skip the rest of the year.
+    edge_buckets = []
+    for start, end in ((f.since, low), (high, f.until)):
+        if start < end:
+            edge = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
+            params += [start, end]
+            bucketed = _bucketed(f, source, edge, ordered=False)
+            edge_buckets.append(with_point_json(bucketed) if with_json else bucketed)
     json_column = ", point_json" if with_json else ""
     sql = f"""
         SELECT * FROM (
             SELECT gpu, form_factor, provider, pricing, t, min, min_available, p25, median, max,
                    offers, available, snapshots{json_column}
             FROM history_rollups WHERE {" AND ".join(rolled)}
-            UNION ALL BY NAME
-            {with_point_json(edge_buckets) if with_json else edge_buckets}
+            {"".join(f" UNION ALL BY NAME {edge}" for edge in edge_buckets)}
         )
         ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t
     """
