@@ -176,8 +176,8 @@ def history_sql(
             FROM history_rollups WHERE {" AND ".join(rolled)}
             {"".join(f" UNION ALL BY NAME {edge}" for edge in edge_buckets)}
         )
-        ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t
-    """
+        {"" if with_json else "ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t"}
+    """  # the JSON path orders inside `points_json_sql`
     return sql, params
 
 
