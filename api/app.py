@@ -18,6 +18,7 @@ from api.rest.routes import (
     gpus,
     health,
     history,
+    index,
     metrics,
     offers,
     providers,
@@ -90,8 +91,9 @@ def create_app(
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(HeadAsGetMiddleware)
     routers = (
-        quotes, offers, history, gpus, providers, regions, metrics, health, alerts, collections
-    )
+        quotes, offers, history, index, gpus, providers, regions, metrics, health, alerts,
+        collections,
+    )  # fmt: skip
     for module in routers:  # the API; the web page reads its own query leniently
         app.include_router(module.router, dependencies=[Depends(known_query_only)])
     install_offline_docs(app)  # before the page's /static mount, which would shadow its files

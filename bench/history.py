@@ -45,8 +45,10 @@ from warehouse.history import (
     points_json_sql,
     price_history,
     price_history_json,
+    with_point_json,
 )
 from warehouse.offers import latest_offers
+from warehouse.rollups import rebuild_rollups
 from warehouse.summaries import SUMMARY_AGGREGATES
 
 END = datetime(2026, 3, 1, tzinfo=UTC)
@@ -383,7 +385,8 @@ def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         # Summaries as ingest builds them (same aggregate as `_SUMMARISE_BATCH`), per run.
         t0 = time.perf_counter()
         source = (
-            "naive.raw_observations"
+            "(SELECT n.*, b.offer_id FROM naive.raw_observations n"
+            " JOIN bench_offers b ON b.o = n.offer_no)"
             if naive_ticks == ticks
             else f"({observations_sql(args.offers, ticks, per_day, 0, ticks, seed)})"
         )
@@ -401,6 +404,10 @@ def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         )
         done("price_summaries (aggregate)", t0)
         conn.execute("DETACH naive")
+
+        t0 = time.perf_counter()
+        rebuild_rollups(conn)  # ingest writes these run by run; here in bulk, same rows
+        done("index + history rollups (1h, 1d)", t0)
 
         t0 = time.perf_counter()
         obs = observations_sql(
@@ -435,6 +442,8 @@ def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             for table in (
                 "collection_runs",
                 "price_summaries",
+                "index_rollups",
+                "history_rollups",
                 "offer_observations",
                 "current_offers",
             )
@@ -496,6 +505,25 @@ NAIVE_OFFERS = """
     ORDER BY price_per_gpu_hour, provider, offer_no, pricing
 """
 """Each provider's last snapshot at or before a time, found by scanning every observation."""
+
+
+NAIVE_INDEX = """
+    WITH last AS (
+        SELECT provider, max(observed_at) AS observed_at,
+               time_bucket(INTERVAL '{bucket}', make_timestamp(epoch_us(observed_at))) AS t
+        FROM raw_observations WHERE observed_at >= ? AND observed_at < ? GROUP BY ALL
+    ),
+    contributions AS (
+        SELECT l.t, r.provider, min(r.price_per_gpu_hour) FILTER (WHERE r.available) AS v
+        FROM raw_observations r JOIN last l USING (provider, observed_at)
+        WHERE r.gpu = ANY(CAST(? AS gpu_enum[])) AND r.pricing = 'on_demand'
+        GROUP BY ALL
+    )
+    SELECT make_timestamptz(epoch_us(t)) AS t, median(v) AS value, count(v) AS providers
+    FROM contributions
+    WHERE v IS NOT NULL GROUP BY t ORDER BY t
+"""
+"""The index (methodology v1) from raw rows: each provider's last snapshot per bucket."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -561,7 +589,10 @@ def run_queries(args: argparse.Namespace, built: dict[str, Any]) -> list[Row]:
         return measure(lambda: _rows(naive, sql, params), args.naive_repeats, 0, warm_up=False)
 
     for interval, bucket in (("1h", "1 hour"), ("1d", "1 day")):
-        filters = HistoryFilters(gpus=gpus, interval=interval, since=since, until=until)
+        filters = HistoryFilters(
+            scope=OfferFilters(gpus=gpus, include_unavailable=True),
+            interval=interval, since=since, until=until,
+        )  # fmt: skip
         sql, params = history_sql(filters)
         with warehouse.cursor() as cur:
             got = real(lambda f=filters, c=cur: price_history(c, f))
@@ -594,7 +625,7 @@ def run_queries(args: argparse.Namespace, built: dict[str, Any]) -> list[Row]:
         # The API path: the same points serialised as JSON by DuckDB (GET /prices/history).
         with warehouse.cursor() as cur:
             got_json = real(lambda f=filters, c=cur: price_history_json(c, f))
-        base_json = baseline(points_json_sql(naive_sql), naive_params)
+        base_json = baseline(points_json_sql(with_point_json(naive_sql)), naive_params)
         rows.append(Row("  as the API's JSON", got_json, base_json, "points built by DuckDB"))
 
     for label, at in (("offers now", until), (f"offers as_of -{args.as_of_days} d", as_of)):
@@ -609,6 +640,18 @@ def run_queries(args: argparse.Namespace, built: dict[str, Any]) -> list[Row]:
 
     iso = "%Y-%m-%dT%H:%M:%SZ"
     span = {"since": since.strftime(iso), "until": until.strftime(iso)}
+    index_base: dict[str, Measured] = {}
+    for interval, bucket in (("1h", "1 hour"), ("1d", "1 day")):
+        naive_params = [naive_since, until, sorted(gpus)]
+        index_base[interval] = baseline(NAIVE_INDEX.format(bucket=bucket), naive_params)
+    market_since = END - timedelta(days=30)
+    index_base["market"] = measure(
+        lambda: [
+            _rows(naive, NAIVE_INDEX.format(bucket=b), [market_since, until, sorted(gpus)])
+            for b in ("1 hour", "1 day")
+        ],
+        args.naive_repeats, 0, warm_up=False,
+    )  # fmt: skip
     http: list[tuple[str, str, dict[str, str]]] = [
         ("GET /offers", "/offers", {}),
         ("GET /offers?limit=50", "/offers", {"limit": "50"}),
@@ -617,7 +660,13 @@ def run_queries(args: argparse.Namespace, built: dict[str, Any]) -> list[Row]:
          {"gpu": args.gpu, "interval": "1h", **span}),
         (f"GET /prices/history 1d, {args.days} d", "/prices/history",
          {"gpu": args.gpu, "interval": "1d", **span}),
+        (f"GET /index 1d, {args.days} d", "/index",
+         {"gpu": args.gpu, "pricing": "on_demand", "interval": "1d", **span}),
+        (f"GET /index 1h, {args.days} d", "/index",
+         {"gpu": args.gpu, "pricing": "on_demand", "interval": "1h", **span}),
+        ("GET /market 30 d", "/market", {"gpu": args.gpu, "days": "30"}),
     ]  # fmt: skip
+    naive_for = {"/index1d": "1d", "/index1h": "1h", "/market": "market"}
     app = create_app(Settings(scheduler=False), warehouse, clock=lambda: END)
     with TestClient(app) as client:
         for label, url, params in http:
@@ -629,16 +678,28 @@ def run_queries(args: argparse.Namespace, built: dict[str, Any]) -> list[Row]:
 
             got = real(call)
             body = got.result
-            size = (
-                f"{body['count']:,} offers" if "count" in body else f"{len(body['series'])} series"
-            )
-            rows.append(Row(label, got, None, size))
+            if "count" in body:
+                size = f"{body['count']:,} offers"
+            elif url == "/market":
+                size = f"{body['history_days']} days, now {body['now']:.3f}"
+            elif url == "/index":
+                points = body["series"][0]["points"]
+                base_rows = index_base[params["interval"]].result
+                kept = [p for p in points if p["t"] >= naive_since.strftime(iso)]
+                same = len(kept) == len(base_rows) and all(
+                    abs(p["value"] - b[1]) < 1e-9 for p, b in zip(kept, base_rows, strict=False)
+                )
+                size = f"{len(points):,} points; {'same answer' if same else 'ANSWERS DIFFER'}"
+            else:
+                size = f"{len(body['series'])} series"
+            key = naive_for.get(url + params.get("interval", ""))
+            rows.append(Row(label, got, index_base[key] if key else None, size))
 
     # Summaries have no region: a region filter rebuilds them from the raw observations, so it
     # reaches back over the retention window only.
     filters = HistoryFilters(
-        gpus=gpus, interval="1d", since=END - timedelta(days=args.retention_days), until=until,
-        region="US",
+        scope=OfferFilters(gpus=gpus, region="US", include_unavailable=True),
+        interval="1d", since=END - timedelta(days=args.retention_days), until=until,
     )  # fmt: skip
     with warehouse.cursor() as cur:
         got = real(lambda: price_history(cur, filters))

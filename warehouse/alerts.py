@@ -108,9 +108,7 @@ def insert_rule(conn: duckdb.DuckDBPyConnection, rule: RuleRow) -> None:
     _insert(conn, "alert_rules", rule)
 
 
-def list_rules(
-    conn: duckdb.DuckDBPyConnection, *, enabled_only: bool = False
-) -> list[RuleRow]:
+def list_rules(conn: duckdb.DuckDBPyConnection, *, enabled_only: bool = False) -> list[RuleRow]:
     where = "WHERE disabled_at IS NULL" if enabled_only else ""
     cursor = conn.execute(f"SELECT * FROM alert_rules {where} ORDER BY created_at, rule_id")
     return _rows(cursor, RuleRow)
@@ -145,9 +143,7 @@ def delete_rule(conn: duckdb.DuckDBPyConnection, rule_id: str, now: datetime) ->
     return True
 
 
-def disable_rule(
-    conn: duckdb.DuckDBPyConnection, rule_id: str, now: datetime, reason: str
-) -> None:
+def disable_rule(conn: duckdb.DuckDBPyConnection, rule_id: str, now: datetime, reason: str) -> None:
     """Stop evaluating and sending for a rule (its endpoint said 410 Gone)."""
     conn.execute(
         "UPDATE alert_rules SET disabled_at = ?, disabled_reason = ? WHERE rule_id = ?",
@@ -246,8 +242,7 @@ def record_attempt(
         SET status = ?, attempts = ?, next_attempt_at = ?, finished_at = ?, last_error = ?
         WHERE delivery_id = ?
         """,
-        [status, attempt.attempt, next_attempt_at, finished_at, attempt.error,
-         attempt.delivery_id],
+        [status, attempt.attempt, next_attempt_at, finished_at, attempt.error, attempt.delivery_id],
     )
 
 

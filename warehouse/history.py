@@ -19,7 +19,8 @@ from typing import Any
 import duckdb
 
 from warehouse.offers import OfferFilters, scope_conditions
-from warehouse.summaries import SUMMARY_AGGREGATES
+from warehouse.rollups import ROLLUP_INTERVALS, bucket_start
+from warehouse.summaries import BUCKET_AGGREGATES, POINT_JSON, SUMMARY_AGGREGATES
 
 __all__ = [
     "HistoryFilters",
@@ -28,6 +29,7 @@ __all__ = [
     "default_since",
     "history_sql",
     "points_json_sql",
+    "with_point_json",
     "price_history_json",
     "export_query",
     "price_history",
@@ -80,17 +82,19 @@ def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[di
     return rows
 
 
+def with_point_json(history: str) -> str:
+    """A history query's rows with their `point_json` (see `POINT_JSON`)."""
+    return f"SELECT *, {POINT_JSON} AS point_json FROM ({history})"
+
+
 def points_json_sql(history: str) -> str:
-    """Wrap a history query (`gpu, form_factor, provider, pricing, t, min, ...` rows) so that DuckDB
-    returns one row per series with its points already as a JSON array: the API path, which would
-    otherwise spend most of a year of 1 h buckets turning rows into Python objects and back."""
+    """Wrap a history query with `point_json` (`history_sql(..., with_json=True)`, or any query
+    through `with_point_json`) so that DuckDB returns one row per series with its points already
+    as a JSON array: the API path, which would otherwise spend most of a year of 1 h buckets
+    turning rows into Python objects and back."""
     return f"""
-        SELECT gpu, form_factor, provider, pricing, CAST(to_json(list({{
-            't': strftime(make_timestamp(epoch_us(t)), '%Y-%m-%dT%H:%M:%SZ'),
-            'min': min, 'min_available': min_available,
-            'p25': p25, 'median': median, 'max': max,
-            'offers': offers, 'available': available, 'snapshots': snapshots
-        }} ORDER BY t)) AS VARCHAR) AS points
+        SELECT gpu, form_factor, provider, pricing,
+               '[' || string_agg(point_json, ',' ORDER BY t) || ']' AS points
         FROM ({history}) GROUP BY ALL
         ORDER BY gpu, form_factor NULLS FIRST, provider, pricing
     """
@@ -101,7 +105,7 @@ def price_history_json(
 ) -> list[tuple[str, str | None, str, str, str]]:
     """`(gpu, form_factor, provider, pricing, points as JSON)` per series: the same points as
     `price_history`, serialised by DuckDB."""
-    sql, params = history_sql(f)
+    sql, params = history_sql(f, with_json=True)
     return [tuple(row) for row in conn.execute(points_json_sql(sql), params).fetchall()]
 
 
@@ -118,7 +122,12 @@ def _bucket_start(interval: str) -> str:
     )
 
 
-def history_sql(f: HistoryFilters) -> tuple[str, list[Any]]:
+def history_sql(
+    f: HistoryFilters, *, rolled_up: bool = True, with_json: bool = False
+) -> tuple[str, list[Any]]:
+    """The history points of `f`; `rolled_up=False` computes every bucket from the per-snapshot
+    summaries (the rollups' reference, in tests and bench/history.py); `with_json` adds each
+    point's `point_json` (kept in the rollups, computed for other buckets)."""
     params: list[Any] = []
     # Summaries are per snapshot, GPU, form factor, provider and pricing, not per place or node:
     # any other
@@ -134,27 +143,69 @@ def history_sql(f: HistoryFilters) -> tuple[str, list[Any]]:
         include_unavailable=f.scope.include_unavailable,
         gpu_figures=f.scope.gpu_figures,  # not a filter: what derived columns are made from
     )
-    where = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
-    params += [f.since, f.until]
     source = "price_summaries"
     if f.scope != summarised or not f.scope.include_unavailable:
-        source = f"({_summaries_from_raw(where)})"
-        where = ["TRUE"]
+        where = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
+        params += [f.since, f.until]
+        sql = _bucketed(f, f"({_summaries_from_raw(where)})", ["TRUE"])
+        return (with_point_json(sql) if with_json else sql), params
+    full = _full_buckets(f) if rolled_up else None
+    if full is None:
+        where = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
+        params += [f.since, f.until]
+        sql = _bucketed(f, source, where)
+        return (with_point_json(sql) if with_json else sql), params
+    # Whole buckets come from the rollups; the partial ones at either end (a `since` or `until`
+    # inside a bucket) from the summaries of their snapshots inside [since, until) only.
+    low, high = full
+    rolled = ["bucket_interval = ?", "t >= ?", "t < ?"]
+    params += [f.interval, low, high]
+    rolled += scope_conditions(f.scope, params)
+    # Each partial bucket on its own plain time range, so zonemaps skip the rest of the year.
+    edge_buckets = []
+    for start, end in ((f.since, low), (high, f.until)):
+        if start < end:
+            edge = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
+            params += [start, end]
+            bucketed = _bucketed(f, source, edge, ordered=False)
+            edge_buckets.append(with_point_json(bucketed) if with_json else bucketed)
+    json_column = ", point_json" if with_json else ""
     sql = f"""
+        SELECT * FROM (
+            SELECT gpu, form_factor, provider, pricing, t, min, min_available, p25, median, max,
+                   offers, available, snapshots{json_column}
+            FROM history_rollups WHERE {" AND ".join(rolled)}
+            {"".join(f" UNION ALL BY NAME {edge}" for edge in edge_buckets)}
+        )
+        {"" if with_json else "ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t"}
+    """  # the JSON path orders inside `points_json_sql`
+    return sql, params
+
+
+def _full_buckets(f: HistoryFilters) -> tuple[datetime, datetime] | None:
+    """`[low, high)`: the rolled-up buckets wholly inside [since, until); None when the interval
+    is not rolled up or no whole bucket fits."""
+    width = ROLLUP_INTERVALS.get(f.interval)
+    if width is None:
+        return None
+    low = bucket_start(f.since, f.interval)
+    if low < f.since:
+        low += width
+    high = bucket_start(f.until, f.interval)
+    return (low, high) if low < high else None
+
+
+def _bucketed(f: HistoryFilters, source: str, where: list[str], *, ordered: bool = True) -> str:
+    """Per-snapshot summaries (`source`) grouped into buckets: the statistics of a history point."""
+    order = "ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t" if ordered else ""
+    return f"""
         SELECT gpu, form_factor, provider, pricing,
-               {_bucket_start(f.interval)} AS t,
-               min(min_price) AS min, min(min_available_price) AS min_available,
-               median(p25_price) AS p25,
-               median(median_price) AS median, max(max_price) AS max,
-               CAST(round(avg(offer_count)) AS INTEGER) AS offers,
-               CAST(round(avg(available_count)) AS INTEGER) AS available,
-               count(*) AS snapshots
+               {_bucket_start(f.interval)} AS t, {BUCKET_AGGREGATES}
         FROM {source} AS s
         WHERE {" AND ".join(where)}
         GROUP BY ALL
-        ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t
+        {order}
     """
-    return sql, params
 
 
 def snapshot_times(conn: duckdb.DuckDBPyConnection, as_of: datetime) -> list[dict[str, Any]]:

@@ -105,8 +105,7 @@ def connect_lake(target: LakeTarget) -> duckdb.DuckDBPyConnection:
 
 def attach_lake(conn: duckdb.DuckDBPyConnection, target: LakeTarget) -> None:
     conn.execute(
-        f"ATTACH '{_quoted(target.url)}' AS {LAKE_ALIAS} "
-        f"(DATA_PATH '{_quoted(target.data_path)}')"
+        f"ATTACH '{_quoted(target.url)}' AS {LAKE_ALIAS} (DATA_PATH '{_quoted(target.data_path)}')"
     )
     conn.execute(f"USE {LAKE_ALIAS}")
 

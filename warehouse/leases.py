@@ -59,7 +59,5 @@ def release_lease(conninfo: str, name: str, holder: str) -> None:
     """Give lease `name` up now (on a clean shutdown), if `holder` still has it."""
     _ensure_table(conninfo)
     with pg_connection(conninfo) as pg:
-        pg.execute(
-            "DELETE FROM gpuprices_leases WHERE name = %s AND holder = %s", [name, holder]
-        )
+        pg.execute("DELETE FROM gpuprices_leases WHERE name = %s AND holder = %s", [name, holder])
         pg.commit()

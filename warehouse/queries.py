@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from warehouse.errors import WarehouseError
 from warehouse.offers import NEWEST_SNAPSHOT
+from warehouse.rollups import roll_up_run
 from warehouse.summaries import SUMMARISE_BATCH
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "quarantined",
     "unknown_gpus",
 ]
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,7 @@ def insert_run(
             with _one_thread(conn):
                 conn.execute("INSERT INTO offer_observations BY NAME SELECT * FROM offer_batch")
                 conn.execute(SUMMARISE_BATCH)
+                roll_up_run(conn, run.provider, run.observed_at)
                 if _is_latest_snapshot(conn, run):
                     conn.execute("DELETE FROM current_offers WHERE provider = ?", [run.provider])
                     conn.execute("INSERT INTO current_offers BY NAME SELECT * FROM offer_batch")
@@ -136,8 +139,6 @@ def _one_thread(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
         yield
     finally:
         conn.execute(f"SET threads = {int(threads[0]) if threads else 1}")
-
-
 
 
 def _is_latest_snapshot(conn: duckdb.DuckDBPyConnection, run: RunRow) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["SUMMARISE_BATCH", "SUMMARY_AGGREGATES"]
+__all__ = ["BUCKET_AGGREGATES", "POINT_JSON", "SUMMARISE_BATCH", "SUMMARY_AGGREGATES"]
 
 SUMMARY_AGGREGATES = """
     min(price_per_gpu_hour) AS min_price,
@@ -11,7 +11,8 @@ SUMMARY_AGGREGATES = """
     max(price_per_gpu_hour) AS max_price,
     count(*) AS offer_count,
     count(*) FILTER (WHERE available) AS available_count,
-    min(price_per_gpu_hour) FILTER (WHERE available) AS min_available_price
+    min(price_per_gpu_hour) FILTER (WHERE available) AS min_available_price,
+    arg_min(offer_id, price_per_gpu_hour) FILTER (WHERE available) AS min_available_offer_id
 """
 """One snapshot's figures over its offers: ingest, history rebuilt from raw, bench/history.py."""
 
@@ -23,3 +24,22 @@ SUMMARISE_BATCH = f"""
     GROUP BY run_id, provider, observed_at, gpu, form_factor, pricing
 """
 """Summaries of the run registered as `offer_batch`, in the run's transaction."""
+
+BUCKET_AGGREGATES = """
+    min(min_price) AS min, min(min_available_price) AS min_available,
+    median(p25_price) AS p25, median(median_price) AS median, max(max_price) AS max,
+    CAST(round(avg(offer_count)) AS INTEGER) AS offers,
+    CAST(round(avg(available_count)) AS INTEGER) AS available,
+    count(*) AS snapshots
+"""
+"""One history bucket's figures over its per-snapshot summaries: history and its rollups."""
+
+POINT_JSON = """
+    CAST(to_json({
+        't': strftime(make_timestamp(epoch_us(t)), '%Y-%m-%dT%H:%M:%SZ'),
+        'min': min, 'min_available': min_available, 'p25': p25, 'median': median, 'max': max,
+        'offers': offers, 'available': available, 'snapshots': snapshots
+    }) AS VARCHAR)
+"""
+"""One history point as the API's JSON, over a bucket row (`t`, then `BUCKET_AGGREGATES`'
+names): kept with each rolled-up bucket, so a year of hourly points is a string join."""

@@ -89,7 +89,22 @@ def _describe(alert: AlertOut) -> str:
         return f"{alert.gpu} at or below ${alert.below_price_per_gpu_hour:g}/GPU-h{where}"
     if alert.kind is AlertKind.AVAILABILITY:
         return f"{alert.gpu} available somewhere new{where}"
+    if alert.kind is AlertKind.INDEX:
+        hours = (alert.within_seconds or 0) / 3600
+        return f"{alert.gpu} index moves {alert.index_change_percent:+g}% within {hours:g}h{where}"
     return f"workload at or below ${alert.below_cost_usd:g}{where}"
+
+
+def _percent(value: str | None, option: str) -> float | None:
+    """`-10%`, `+10%`, `-10` -> -10.0, +10.0, -10.0; a usage error otherwise."""
+    if value is None:
+        return None
+    try:
+        return float(value.strip().removesuffix("%"))
+    except ValueError:
+        raise typer.BadParameter(
+            f"a percentage like -10% or +10%, got {value!r}", param_hint=option
+        ) from None
 
 
 def _condition(
@@ -98,10 +113,12 @@ def _condition(
     available: bool,
     workload: Path | None,
     below_cost: float | None,
+    index_change: float | None = None,
 ) -> tuple[AlertKind, dict[str, Any] | None]:
     chosen = [
         kind
         for kind, given in (
+            (AlertKind.INDEX, index_change is not None),
             (AlertKind.PRICE, below is not None),
             (AlertKind.AVAILABILITY, available),
             (AlertKind.WORKLOAD, workload is not None or below_cost is not None),
@@ -110,7 +127,8 @@ def _condition(
     ]
     if len(chosen) != 1:
         raise typer.BadParameter(
-            "give one of --below PRICE, --available, or --workload FILE --below-cost USD",
+            "give one of --below PRICE, --available, --index-change PERCENT, "
+            "or --workload FILE --below-cost USD",
             param_hint="condition",
         )
     kind = chosen[0]
@@ -160,6 +178,13 @@ def add(
     below_cost: Annotated[
         float | None, typer.Option(min=0, help="Workload alert: total USD, at most")
     ] = None,
+    index_change: Annotated[
+        str | None,
+        typer.Option(help="Index alert: the hourly index moved this much, e.g. -10% or +10%"),
+    ] = None,
+    within: Annotated[str, typer.Option(help="Index alert: against its value this long before")] = (
+        "24h"
+    ),
     band: Annotated[
         float, typer.Option(min=0, help="Re-arm above threshold + band (same unit)")
     ] = DEFAULT_BAND,
@@ -172,7 +197,8 @@ def add(
     """Create an alert; prints it with its id and, this once, its signing secret.
 
     A price alert watches on-demand offers unless --pricing spot is given."""
-    kind, saved = _condition(scope.gpu, below, available, workload, below_cost)
+    change = _percent(index_change, "--index-change")
+    kind, saved = _condition(scope.gpu, below, available, workload, below_cost, change)
     wait = option_duration(cooldown, "--cooldown")
     condition = Condition(
         kind=kind,
@@ -180,6 +206,8 @@ def add(
         below_price_per_gpu_hour=below if kind is AlertKind.PRICE else None,
         below_cost_usd=below_cost if kind is AlertKind.WORKLOAD else None,
         workload=saved,
+        index_change_percent=change,
+        within=option_duration(within, "--within") if kind is AlertKind.INDEX else None,
     )
     spec = AlertSpec(url=url, condition=condition, band=band, cooldown=wait)
     settings = load_settings(db, config)

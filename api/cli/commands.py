@@ -19,6 +19,7 @@ from api.cli.common import (
     option_time,
     user_errors,
 )
+from api.cli.index import index_command, market_command
 from api.cli.offers import OutputFormat, gpus, offers
 from api.cli.quote import quote
 from api.cli.remote import ApiOption, remote_for
@@ -116,8 +117,9 @@ def prune_cmd(db: DbOption = None, config: ConfigOption = None) -> None:
     err.print(", ".join(f"{table}: {n} deleted" for table, n in deleted.items()))
 
 
-app.command("offers")(offers)
 app.command("quote")(quote)
+app.command("index")(index_command)
+app.command("market")(market_command)
 app.add_typer(alerts_app, name="alerts")
 app.add_typer(warehouse_app, name="warehouse")
 

@@ -58,7 +58,7 @@ class AlertIn(AlertScope):  # type: ignore[misc,valid-type]
         "only with GPUPRICES_ALLOW_PRIVATE_WEBHOOKS=true)",
         examples=["https://example.com/hooks/gpu"],
     )
-    kind: AlertKind = Field(description="price, availability or workload")
+    kind: AlertKind = Field(description="price, availability, workload or index")
     below_price_per_gpu_hour: float | None = Field(
         None,
         gt=0,
@@ -76,6 +76,14 @@ class AlertIn(AlertScope):  # type: ignore[misc,valid-type]
     workload: dict[str, Any] | None = Field(
         None,
         description="workload: the job, as the body of POST /quotes (validated as that body)",
+    )
+    index_change_percent: float | None = Field(
+        None,
+        allow_inf_nan=False,
+        description="index: fire when the hourly index moved this much in %, e.g. -10 (a drop)",
+    )
+    within: Duration | None = Field(
+        None, description="index: against its value this long before, e.g. 24h"
     )
     band: float = Field(
         DEFAULT_BAND,
@@ -112,6 +120,8 @@ class AlertIn(AlertScope):  # type: ignore[misc,valid-type]
             below_price_per_gpu_hour=self.below_price_per_gpu_hour,
             below_cost_usd=self.below_cost_usd,
             workload=self.workload,
+            index_change_percent=self.index_change_percent,
+            within=self.within,
         )
         return AlertSpec(url=self.url, condition=condition, band=self.band, cooldown=self.cooldown)
 
@@ -132,6 +142,8 @@ class AlertOut(AlertScope):  # type: ignore[misc,valid-type]
     below_price_per_gpu_hour: float | None
     below_cost_usd: float | None
     workload: dict[str, Any] | None
+    index_change_percent: float | None = None
+    within_seconds: float | None = None
     band: float
     cooldown_seconds: float
     created_at: datetime
@@ -194,6 +206,8 @@ def alert_out(status: AlertStatus) -> AlertOut:
         below_price_per_gpu_hour=c.below_price_per_gpu_hour,
         below_cost_usd=c.below_cost_usd,
         workload=dict(c.workload) if c.workload is not None else None,
+        index_change_percent=c.index_change_percent,
+        within_seconds=c.within.total_seconds() if c.within is not None else None,
         band=rule.band,
         cooldown_seconds=rule.cooldown.total_seconds(),
         created_at=rule.created_at,

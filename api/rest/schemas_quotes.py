@@ -11,6 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 
 from api.rest.parameters import MAX_NAME_CHARS
 from api.rest.schemas import OfferOut
+from api.rest.schemas_index import QuoteHistoryOut, quote_history_out
 from pipeline.market.scope import OfferScope, front_end_model
 from pipeline.workload.architectures import known_models
 from pipeline.workload.model import MAX_SEQ_LEN, MemoryEstimate, Workload
@@ -217,6 +218,7 @@ class QuoteOut(BaseModel):
     headroom: float = Field(description="1 − memory per GPU / usable VRAM (95% of nominal)")
     interruption_risk: str | None = Field(description="Set for spot offers")
     notes: list[str]
+    history: QuoteHistoryOut | None = Field(None, description="null: no index history")
 
 
 class SkippedOut(BaseModel):
@@ -308,8 +310,9 @@ def memory_out(memory: MemoryEstimate) -> MemoryOut:
     return MemoryOut.model_validate(memory, from_attributes=True)
 
 
-def _quote_out(quote: Quote) -> QuoteOut:
-    return QuoteOut.model_validate(quote, from_attributes=True)
+def _quote_out(quote: Quote, result: QuoteResult) -> QuoteOut:
+    out = QuoteOut.model_validate(quote, from_attributes=True)
+    return out.model_copy(update={"history": quote_history_out(quote, result.markets)})
 
 
 def quotes_out(result: QuoteResult) -> QuotesOut:
@@ -317,7 +320,7 @@ def quotes_out(result: QuoteResult) -> QuotesOut:
     return QuotesOut(
         workload=WorkloadOut.model_validate(describe_workload(result.workload)),
         memory=memory_out(result.memory),
-        quotes=[_quote_out(q) for q in ranking.quotes],
+        quotes=[_quote_out(q, result) for q in ranking.quotes],
         count=ranking.feasible,
         skipped=[SkippedOut(gpu=s.gpu, reason=s.reason, offers=s.offers) for s in ranking.skipped],
     )

@@ -17,11 +17,13 @@ from pydantic import ValidationError
 from api.rest.schemas_quotes import QuotesOut, WorkloadQuery, quotes_out
 from api.web.chart import Chart, NowPrice, SeriesKey, build_chart
 from api.web.gpu_view import CHANGE_SPANS, GpuRow, gpu_rows, past_key, sort_gpu_rows
+from api.web.index_view import IndexChart, build_index_chart
 from api.web.offers_view import cheapest_per_gpu, sort_rows
 from api.web.query import PageQuery, WorkloadForm
 from pipeline.errors import PipelineError
 from pipeline.market.freshness import ProviderFreshness
 from pipeline.market.history import HistoryQuery, cheapest_available_at, price_history
+from pipeline.market.index import IndexQuery, index_series
 from pipeline.market.offers import OfferQuery, current_offers, gpu_specs
 from pipeline.market.serving import answer_offers
 from pipeline.settings import Settings
@@ -60,6 +62,7 @@ class PageData:
     offers_total: int = 0
     chart_gpu: str | None = None
     chart: Chart | None = None
+    index_chart: IndexChart | None = None
     quotes: QuotesOut | None = None
     errors: dict[str, str] = field(default_factory=dict)
     """Message per part of the page: `filters`, `chart` or `quotes`."""
@@ -156,6 +159,16 @@ def _validation_message(exc: ValidationError) -> str:
     return f"{where}: {message}" if where else message
 
 
+def _index_chart(warehouse: Warehouse, gpu: str, interval: str, now: datetime) -> IndexChart | None:
+    """The GPU's price index, hourly over a week for the hourly chart, else daily over 90 days."""
+    index_interval = "1h" if interval == "1h" else "1d"
+    try:
+        query = IndexQuery(gpu=gpu, interval=index_interval)
+        return build_index_chart(index_series(warehouse, query, now))
+    except PipelineError:  # a GPU spelling the index cannot narrow to one id: no chart
+        return None
+
+
 def page_data(
     warehouse: Warehouse,
     settings: Settings,
@@ -199,6 +212,7 @@ def page_data(
         )
         intervals = {name: settings.interval(name) for name in page.provider_names}
         page.chart = build_chart(history, now, _now_prices(rows), intervals)
+        page.index_chart = _index_chart(warehouse, page.chart_gpu, query.interval, now)
     workload = query.workload or (WorkloadForm() if settings.demo else None)
     if workload is not None:  # the demo quotes the default job at once: all parts show
         try:

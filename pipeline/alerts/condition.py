@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -18,6 +19,7 @@ class AlertKind(StrEnum):
     PRICE = "price"
     AVAILABILITY = "availability"
     WORKLOAD = "workload"
+    INDEX = "index"
 
 
 ALERT_SCOPE = PLACE_SCOPE | {"min_gpu_count"}
@@ -33,6 +35,10 @@ class Condition:
     below_cost_usd: float | None = None
     workload: Mapping[str, Any] | None = None
     """The saved workload (the body `POST /quotes` takes), for `workload` rules."""
+    index_change_percent: float | None = None
+    """`index` rules: fire when the hourly index moved this much (negative: a drop) ..."""
+    within: timedelta | None = None
+    """... against its value this long before."""
 
     @classmethod
     def of(
@@ -42,10 +48,20 @@ class Condition:
         below_price_per_gpu_hour: float | None = None,
         below_cost_usd: float | None = None,
         workload: Mapping[str, Any] | None = None,
+        index_change_percent: float | None = None,
+        within: timedelta | None = None,
         **scope: Any,
     ) -> Condition:
         """A condition with its scope given field by field (`gpu=`, `providers=`, ...)."""
-        return cls(kind, OfferScope(**scope), below_price_per_gpu_hour, below_cost_usd, workload)
+        return cls(
+            kind,
+            OfferScope(**scope),
+            below_price_per_gpu_hour,
+            below_cost_usd,
+            workload,
+            index_change_percent,
+            within,
+        )
 
     @property
     def threshold(self) -> float | None:
@@ -53,6 +69,8 @@ class Condition:
             return self.below_price_per_gpu_hour
         if self.kind is AlertKind.WORKLOAD:
             return self.below_cost_usd
+        if self.kind is AlertKind.INDEX:
+            return self.index_change_percent
         return None
 
     def to_json(self) -> str:
@@ -63,6 +81,8 @@ class Condition:
             "below_price_per_gpu_hour": self.below_price_per_gpu_hour,
             "below_cost_usd": self.below_cost_usd,
             "workload": dict(self.workload) if self.workload is not None else None,
+            "index_change_percent": self.index_change_percent,
+            "within_seconds": self.within.total_seconds() if self.within is not None else None,
         }
         return orjson.dumps(data).decode()
 
@@ -76,4 +96,8 @@ class Condition:
             below_price_per_gpu_hour=data.get("below_price_per_gpu_hour"),
             below_cost_usd=data.get("below_cost_usd"),
             workload=data.get("workload"),
+            index_change_percent=data.get("index_change_percent"),
+            within=timedelta(seconds=data["within_seconds"])
+            if data.get("within_seconds")
+            else None,
         )

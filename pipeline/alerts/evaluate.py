@@ -36,6 +36,7 @@ from pipeline.alerts.rules import AlertKind, AlertRule, rule_from_row
 from pipeline.catalog import Catalog, get_catalog
 from pipeline.errors import PipelineError
 from pipeline.market.freshness import provider_freshness
+from pipeline.market.index import index_change
 from pipeline.market.offers import OfferQuery, current_offers
 from pipeline.settings import Settings
 from warehouse import Warehouse
@@ -61,6 +62,8 @@ class Observation:
     places: frozenset[str] = frozenset()
     """Availability: `provider/region` of each place the GPU is available at."""
     quote: dict[str, Any] | None = None
+    index: dict[str, Any] | None = None
+    """Index rules: the latest hourly value, the one `within` before, and the change in %."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +77,13 @@ def _place(offer: Mapping[str, Any]) -> str:
     return f"{offer['provider']}/{offer.get('region') or '-'}"
 
 
-def observe(warehouse: Warehouse, rule: AlertRule, catalog: Catalog) -> Observation:
+def observe(warehouse: Warehouse, rule: AlertRule, catalog: Catalog, now: datetime) -> Observation:
     """What the stored data says now about the rule's condition."""
     c = rule.condition
+    if c.kind is AlertKind.INDEX:
+        assert c.within is not None, "validated index rules have a look-back"
+        moved = index_change(warehouse, c.scope, c.within, now)
+        return Observation(moved["change_percent"] if moved else None, index=moved)
     if c.kind is AlertKind.WORKLOAD:
         from pipeline.alerts.workloads import best_quote
 
@@ -130,6 +137,16 @@ def decide(
     threshold = rule.condition.threshold
     assert threshold is not None, "validated rules of this kind have a threshold"
     armed = state.armed if state else True
+    if rule.condition.kind is AlertKind.INDEX:  # a move: down to -x% or up to +x%
+        holds = seen.value is not None and (
+            seen.value <= threshold if threshold < 0 else seen.value >= threshold
+        )
+        armed = armed or (seen.value is not None and not holds)
+        fire = holds and armed and not cooling
+        next_state = wa.StateRow(
+            rule.rule_id, armed and not fire, seen.value, None, now if fire else last_fired, now
+        )
+        return Decision(next_state, fire)
     if not armed and (seen.value is None or seen.value > threshold + rule.band):
         armed = True
     holds = seen.value is not None and seen.value <= threshold
@@ -172,6 +189,9 @@ def _event_data(
         data["places"] = list(decision.new_places)
     if seen.quote is not None:
         data["quote"] = seen.quote
+    if seen.index is not None:
+        data["index"] = seen.index
+        data["observed_at"] = seen.index["t"]
     return data
 
 
@@ -188,7 +208,7 @@ def _evaluate_rule(
 ) -> tuple[wa.StateRow, wa.DeliveryRow | None]:
     """The rule's next state, and its event if it fires now."""
     rule = rule_from_row(row)
-    seen = observe(warehouse, rule, catalog)
+    seen = observe(warehouse, rule, catalog, now)
     decision = decide(rule, state, seen, now)
     if not decision.fire:
         return decision.state, None

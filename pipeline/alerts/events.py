@@ -27,11 +27,12 @@ __all__ = [
     "rule_summary",
 ]
 
-EventType = Literal["price.below", "gpu.available", "workload.below", "alert.test"]
+EventType = Literal["price.below", "gpu.available", "workload.below", "index.moved", "alert.test"]
 EVENT_TYPES: Mapping[AlertKind, EventType] = {
     AlertKind.PRICE: "price.below",
     AlertKind.AVAILABILITY: "gpu.available",
     AlertKind.WORKLOAD: "workload.below",
+    AlertKind.INDEX: "index.moved",
 }
 TEST_EVENT: EventType = "alert.test"
 _OFFER_FIELDS = (
@@ -64,6 +65,14 @@ def rule_summary(rule: AlertRule) -> dict[str, Any]:
         "below_cost_usd": c.below_cost_usd,
         "band": rule.band,
         "cooldown_seconds": rule.cooldown.total_seconds(),
+        **(
+            {
+                "index_change_percent": c.index_change_percent,
+                "within_seconds": c.within.total_seconds() if c.within is not None else None,
+            }
+            if c.kind is AlertKind.INDEX
+            else {}
+        ),
     }
 
 

@@ -7,6 +7,9 @@ Three kinds of condition:
   was not at the previous evaluation.
 - `workload`: the best quote for a saved workload costs at most `below_cost_usd` in total;
   re-arms above that + `band`.
+- `index`: the hourly price index of a GPU (on-demand unless `pricing` says spot) moved by
+  `index_change_percent` or more (a negative value: fell by that much) against its value
+  `within` before; re-arms once the move no longer holds.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from pipeline.alerts.errors import InvalidAlertError
 from pipeline.alerts.targets import Resolver, check_target, resolve_host
 from pipeline.alerts.workloads import quote_request
 from pipeline.catalog import Catalog, get_catalog
+from pipeline.errors import PipelineError
+from pipeline.market.index import INDEX_SCOPE, one_gpu
 from pipeline.market.scope import resolve
 from warehouse.alerts import RuleRow
 
@@ -41,6 +46,9 @@ DEFAULT_BAND = 0.05
 DEFAULT_COOLDOWN = timedelta(0)
 """No cooldown unless asked: the edge and the band alone keep a rule from repeating."""
 MAX_COOLDOWN = timedelta(days=30)
+MAX_WITHIN = timedelta(days=30)
+"""Longest look-back of an index alert."""
+MAX_INDEX_CHANGE_PERCENT = 1000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,10 +129,34 @@ def _absent(condition: Condition, *names: str) -> None:
             raise InvalidAlertError(name, f"does not apply to a {condition.kind} alert")
 
 
+def _check_index(condition: Condition, catalog: Catalog) -> None:
+    _absent(condition, "below_price_per_gpu_hour", "below_cost_usd", "workload")
+    if not condition.scope.gpu:
+        raise InvalidAlertError("gpu", "is required for an index alert")
+    try:
+        condition.scope.check_honoured(INDEX_SCOPE & ALERT_SCOPE, "an index alert")
+        one_gpu(condition.scope, catalog)
+    except PipelineError as exc:
+        raise InvalidAlertError("scope", str(exc)) from None
+    change = condition.index_change_percent
+    if change is None or not math.isfinite(change) or change == 0:
+        raise InvalidAlertError("index_change_percent", "is required: e.g. -10 for a 10% drop")
+    if not -100 < change <= MAX_INDEX_CHANGE_PERCENT:
+        raise InvalidAlertError(
+            "index_change_percent", f"must be above -100 and at most {MAX_INDEX_CHANGE_PERCENT:g}"
+        )
+    if condition.within is None or not timedelta(hours=1) <= condition.within <= MAX_WITHIN:
+        raise InvalidAlertError("within", f"must be between 1h and {MAX_WITHIN.days} days")
+
+
 def _check_condition(condition: Condition, catalog: Catalog) -> None:
     scope = condition.scope
     scope.check_honoured(ALERT_SCOPE, "an alert")
     resolve(scope, catalog)  # unknown GPU, provider or place raise
+    if condition.kind is AlertKind.INDEX:
+        _check_index(condition, catalog)
+        return
+    _absent(condition, "index_change_percent", "within")
     if condition.kind is AlertKind.WORKLOAD:
         _absent(condition, "below_price_per_gpu_hour")
         if scope.min_gpu_count is not None:

@@ -71,8 +71,9 @@ class _Deadline:
         """Run a read that may be repeated after a timeout, in slices until it returns."""
         own_end = None if timeout is None else time.monotonic() + timeout
         while True:
-            left = self.bound(None if own_end is None else own_end - time.monotonic(),
-                              httpcore.ReadTimeout)
+            left = self.bound(
+                None if own_end is None else own_end - time.monotonic(), httpcore.ReadTimeout
+            )
             if left <= 0:
                 raise httpcore.ReadTimeout("timed out")
             try:

@@ -78,5 +78,5 @@ def quote_request(condition: Condition) -> QuoteRequest:
 
 def best_quote(warehouse: Warehouse, condition: Condition, catalog: Catalog) -> Quote | None:
     """The cheapest feasible quote now, or None when no current offer can run the job."""
-    ranking = quote_offers(warehouse, quote_request(condition), catalog)
+    ranking = quote_offers(warehouse, quote_request(condition), catalog, with_history=False)
     return ranking.ranking.quotes[0] if ranking.ranking.quotes else None

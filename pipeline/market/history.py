@@ -26,6 +26,7 @@ __all__ = [
     "export_history",
     "export_offers",
     "export_partitioned",
+    "export_sql",
     "price_history",
     "price_history_json",
     "prune",
@@ -152,7 +153,8 @@ def snapshots_as_of(warehouse: Warehouse, as_of: datetime) -> list[dict[str, Any
         return h.snapshot_times(cur, as_of)
 
 
-def _export(warehouse: Warehouse, sql: str, params: list[Any], fmt: ExportFormat) -> bytes:
+def export_sql(warehouse: Warehouse, sql: str, params: list[Any], fmt: ExportFormat) -> bytes:
+    """The rows of a warehouse query as CSV or Parquet bytes (the export endpoints' body)."""
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(tmp) / f"export.{fmt}"
         with warehouse.cursor() as cur:
@@ -163,7 +165,7 @@ def _export(warehouse: Warehouse, sql: str, params: list[Any], fmt: ExportFormat
 def export_offers(warehouse: Warehouse, query: OfferQuery, fmt: ExportFormat) -> bytes:
     """The offers `/offers` would list, as CSV or Parquet bytes."""
     sql, params = offers_sql(query.filters())
-    return _export(warehouse, sql, params, fmt)
+    return export_sql(warehouse, sql, params, fmt)
 
 
 def export_history(
@@ -171,7 +173,7 @@ def export_history(
 ) -> bytes:
     """The history points, one row per (gpu, provider, pricing, bucket)."""
     sql, params = h.history_sql(_filters(query, now))
-    return _export(warehouse, sql, params, fmt)
+    return export_sql(warehouse, sql, params, fmt)
 
 
 def export_partitioned(warehouse: Warehouse, since: datetime, until: datetime, target: Path) -> int:

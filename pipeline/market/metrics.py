@@ -14,6 +14,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from pipeline.market.freshness import provider_freshness
+from pipeline.market.index import latest_index_values
 from pipeline.settings import Settings
 from warehouse import Warehouse
 from warehouse import queries as q
@@ -56,6 +57,7 @@ class PriceCollector(Collector):
                 "runs": q.run_stats(cur),
             }
         sources["freshness"] = provider_freshness(self._warehouse, self._settings, self._clock())
+        sources["index"] = latest_index_values(self._warehouse)
         for spec in _FAMILIES:
             family = spec.kind(spec.name, spec.documentation, labels=list(spec.labels))
             for row in sources[spec.source]:
@@ -79,13 +81,15 @@ class _Family:
     name: str
     documentation: str
     source: str
-    """prices (per gpu, provider, pricing), runs or freshness (per provider)."""
+    """prices (per gpu, provider, pricing), runs or freshness (per provider), index (per gpu,
+    pricing)."""
     labels: tuple[str, ...]
     value: Callable[[Any], float | None]
 
 
 _PRICE = ("gpu", "provider", "pricing")
 _PROVIDER = ("provider",)
+_INDEX = ("gpu", "pricing")
 _FAMILIES = (
     _Family(GaugeMetricFamily, "gpuprices_lowest_price_per_gpu_hour_usd",
             "Lowest price per GPU-hour among available offers in the current snapshot",
@@ -112,4 +116,7 @@ _FAMILIES = (
     _Family(GaugeMetricFamily, "gpuprices_collection_last_run_timestamp_seconds",
             "Unix time the last collection run (ok or failed) started", "freshness", _PROVIDER,
             lambda f: _timestamp(f.last_run_at)),
+    _Family(GaugeMetricFamily, "gpuprices_index_price_per_gpu_hour_usd",
+            "Latest hourly price index (methodology v1): median of providers' cheapest available",
+            "index", _INDEX, lambda r: r["value"]),
 )  # fmt: skip

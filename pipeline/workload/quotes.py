@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+from pipeline.base import utc_now
 from pipeline.catalog import Catalog, GpuVariant, get_catalog
 from pipeline.errors import WorkloadError
 from pipeline.market.offers import OfferQuery, current_offers
+from pipeline.market.outlook import MarketQuery, market_outlook
 from pipeline.market.scope import PLACE_SCOPE, OfferScope
 from pipeline.workload.fit import (
     Fit,
@@ -20,7 +24,7 @@ from pipeline.workload.fit import (
 from pipeline.workload.hours import HoursEstimate, hours_on_variants
 from pipeline.workload.model import GPU_COUNTS, MemoryEstimate, Workload, estimate_memory
 from pipeline.workload.precision import fp16_note, runs_in_fp16
-from pipeline.workload.ranking import Ranking, rank_offers
+from pipeline.workload.ranking import Quote, Ranking, rank_offers
 from scrapers.models import Pricing
 from warehouse import Warehouse
 
@@ -31,8 +35,12 @@ __all__ = [
     "QuoteResult",
     "check_hardware",
     "describe_workload",
+    "quote_history",
     "quote_offers",
 ]
+
+HISTORY_DAYS = 30
+"""Each quote is set against the price index of its GPU over this many days."""
 
 
 QUOTE_SCOPE = PLACE_SCOPE
@@ -57,12 +65,46 @@ class QuoteResult:
     memory: MemoryEstimate
     """The job on one GPU, whatever the offers."""
     ranking: Ranking
+    markets: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
+    """`/market` over `HISTORY_DAYS` per (gpu, pricing) of the quotes: their `history`."""
+
+
+def quote_history(quote: Quote, market: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """What the same job (GPUs × hours) would have cost at the index's p10, median and p90 of
+    the last `HISTORY_DAYS` days, and where the index sits now; None without any history."""
+    if market is None or not market["history_days"]:
+        return None
+    gpu_hours = quote.gpus * quote.hours
+    return {
+        "days": market["days"],
+        "history_days": market["history_days"],
+        **{f"{k}_cost_usd": market[k] * gpu_hours for k in ("p10", "median", "p90")},
+        "now_price_per_gpu_hour": market["now"],
+        "percentile_now": market["percentile_now"],
+    }
+
+
+def _markets(
+    warehouse: Warehouse, ranking: Ranking, cat: Catalog, now: datetime
+) -> dict[tuple[str, str], Mapping[str, Any]]:
+    pairs = {(q.offer["gpu"], q.offer["pricing"]) for q in ranking.quotes if q.offer.get("gpu")}
+    return {
+        (gpu, pricing): market_outlook(
+            warehouse, MarketQuery(gpu=gpu, pricing=pricing, days=HISTORY_DAYS), now, cat
+        )
+        for gpu, pricing in sorted(pairs)
+    }
 
 
 def quote_offers(
-    warehouse: Warehouse, request: QuoteRequest, catalog: Catalog | None = None
+    warehouse: Warehouse,
+    request: QuoteRequest,
+    catalog: Catalog | None = None,
+    *,
+    with_history: bool = True,
 ) -> QuoteResult:
-    """Rank the latest offers by what the whole job would cost on each."""
+    """Rank the latest offers by what the whole job would cost on each; with `with_history`,
+    each quote's GPU and pricing also get their last `HISTORY_DAYS` days of the index."""
     cat = catalog or get_catalog()
     request.scope.check_honoured(QUOTE_SCOPE, "quotes")
     query = OfferQuery.model_validate(request.scope.model_dump())
@@ -75,7 +117,8 @@ def quote_offers(
         max_cost_usd=request.max_cost_usd,
         top=request.top,
     )
-    return QuoteResult(request.workload, estimate_memory(request.workload, 1), ranking)
+    markets = _markets(warehouse, ranking, cat, utc_now()) if with_history else {}
+    return QuoteResult(request.workload, estimate_memory(request.workload, 1), ranking, markets)
 
 
 @dataclass(frozen=True, slots=True)

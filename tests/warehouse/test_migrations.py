@@ -56,6 +56,10 @@ def test_migration_0010_rebuilds_kept_summaries_with_form_factor_and_available_m
             now=lambda: at,
         )
         with warehouse.transaction() as conn:  # back to the layout before 0010
+            conn.execute("ALTER TABLE price_summaries DROP COLUMN min_available_offer_id")
+            conn.execute("DROP TABLE index_rollups")
+            conn.execute("DROP TABLE history_rollups")
+            conn.execute("DELETE FROM schema_version WHERE version = 13")
             conn.execute("ALTER TABLE price_summaries DROP COLUMN form_factor")
             conn.execute("ALTER TABLE price_summaries DROP COLUMN min_available_price")
             conn.execute("DELETE FROM schema_version WHERE version = 10")

@@ -34,7 +34,7 @@ def history_query(params: Annotated[HistoryParams, Query()]) -> HistoryQuery:
     return HistoryQuery.model_validate(params.model_dump(exclude_unset=True))
 
 
-_FILE_RESPONSES: dict[int | str, dict[str, Any]] = {
+FILE_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The rows as a CSV or Parquet file (every row: exports are not capped)",
         "content": {
@@ -58,7 +58,7 @@ def get_history(warehouse: WarehouseDep, clock: ClockDep, query: HistoryQueryDep
     return Response(body, media_type="application/json")
 
 
-def _file(body: bytes, name: str, fmt: str) -> Response:
+def file_response(body: bytes, name: str, fmt: str) -> Response:
     return Response(
         body,
         media_type=MEDIA_TYPES[fmt],
@@ -70,7 +70,7 @@ def _file(body: bytes, name: str, fmt: str) -> Response:
     "/export/offers.{fmt}",
     summary="Current (or as_of) offers as CSV or Parquet",
     response_class=Response,
-    responses=_FILE_RESPONSES,
+    responses=FILE_RESPONSES,
 )
 def export_offers_file(
     fmt: ExportFormatParam,
@@ -81,14 +81,15 @@ def export_offers_file(
 ) -> Response:
     if query.as_of is not None:
         check_as_of(query.as_of, clock(), settings.retention)
-    return _file(export_offers(warehouse, query, fmt), "offers", fmt)  # type: ignore[arg-type]
+    body = export_offers(warehouse, query, fmt)  # type: ignore[arg-type]
+    return file_response(body, "offers", fmt)
 
 
 @router.get(
     "/export/history.{fmt}",
     summary="Price history as CSV or Parquet",
     response_class=Response,
-    responses=_FILE_RESPONSES,
+    responses=FILE_RESPONSES,
 )
 def export_history_file(
     fmt: ExportFormatParam,
@@ -97,7 +98,7 @@ def export_history_file(
     query: HistoryQueryDep,
 ) -> Response:
     body = export_history(warehouse, query, clock(), fmt)  # type: ignore[arg-type]
-    return _file(body, "history", fmt)
+    return file_response(body, "history", fmt)
 
 
 @router.get(

@@ -172,3 +172,21 @@ def test_a_rule_whose_evaluation_failed_shows_its_error(app_client, collected):
     shown = app_client.get(f"/alerts/{created['id']}").json()
     assert shown["evaluation_error"].startswith("TypeError:")
     assert shown["evaluation_error_at"] is not None
+
+
+def test_an_index_alert_is_created_with_its_move_and_look_back(app_client):
+    body = {
+        "url": "http://127.0.0.1:9/hook",
+        "kind": "index",
+        "gpu": "H100-80GB",
+        "index_change_percent": -10,
+        "within": "24h",
+    }
+    created = app_client.post("/alerts", json=body)
+    assert created.status_code == 201, created.text
+    assert (created.json()["index_change_percent"], created.json()["within_seconds"]) == (
+        -10.0,
+        86400.0,
+    )
+    refused = app_client.post("/alerts", json={**body, "within": None})
+    assert refused.status_code == 422 and "within" in refused.text

@@ -22,8 +22,13 @@ EEA_PLACES = {
     ("vastai", "Stockholm, SE"),
     ("vastai", "Capital Region, IS"),
     ("lambda", "europe-central-1"),
-    ("runpod", "EU-RO-1"), ("runpod", "EU-SE-1"), ("runpod", "EU-NL-1"), ("runpod", "EUR-IS-1"),
-    ("runpod", "CZ"), ("runpod", "FR"), ("runpod", "SE"),
+    ("runpod", "EU-RO-1"),
+    ("runpod", "EU-SE-1"),
+    ("runpod", "EU-NL-1"),
+    ("runpod", "EUR-IS-1"),
+    ("runpod", "CZ"),
+    ("runpod", "FR"),
+    ("runpod", "SE"),
 }
 
 
@@ -48,7 +53,9 @@ def test_eea_offers_are_exactly_those_located_in_eea_countries(client):
 def test_the_eu_leaves_out_norway_and_iceland(client):
     body = client.get("/offers", params={"jurisdiction": "eu"}).json()
     assert places(body) == EEA_PLACES - {
-        ("vastai", "Oslo, NO"), ("vastai", "Capital Region, IS"), ("runpod", "EUR-IS-1")
+        ("vastai", "Oslo, NO"),
+        ("vastai", "Capital Region, IS"),
+        ("runpod", "EUR-IS-1"),
     }
 
 

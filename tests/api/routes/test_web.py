@@ -17,7 +17,6 @@ from tests.conftest import FIXTURES, OBSERVED_AT, Clock
 WORKLOAD = {"model": "Llama-3.1-8B", "method": "qlora", "tokens": "50M", "seq_len": "2048"}
 
 
-
 @pytest.fixture
 def clock():
     return Clock(OBSERVED_AT + timedelta(minutes=5))

@@ -1,0 +1,70 @@
+"""Rollups kept at ingest equal the same figures computed from the summaries in bulk."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tests.api.routes.test_index import replay, vastai_body
+from warehouse import OfferFilters
+from warehouse.history import HistoryFilters, history_sql
+from warehouse.rollups import rebuild_rollups
+
+T0 = datetime(2026, 3, 1, 22, 5, tzinfo=UTC)
+# Out of order on purpose: a replay of an older time arrives after later snapshots.
+TIMES_AND_FACTORS = [
+    (T0, 1.0),
+    (T0 + timedelta(minutes=30), 1.3),
+    (T0 + timedelta(hours=2, minutes=10), 0.7),
+    (T0 + timedelta(minutes=15), 0.5),
+    (T0 + timedelta(days=1, hours=3), 1.1),
+]
+
+
+@pytest.fixture
+def ingested(warehouse, tmp_path):
+    for at, factor in TIMES_AND_FACTORS:
+        replay(warehouse, tmp_path, "vastai", at, vastai_body(h100=True, factor=factor))
+        replay(warehouse, tmp_path, "lambda", at)
+    return warehouse
+
+
+def rows(warehouse, sql: str, params=()) -> list[tuple]:
+    with warehouse.cursor() as cur:
+        return sorted(cur.execute(sql, list(params)).fetchall(), key=repr)
+
+
+@pytest.mark.parametrize("table", ["index_rollups", "history_rollups"])
+def test_rollups_written_run_by_run_equal_a_bulk_rebuild(ingested, table):
+    incremental = rows(ingested, f"SELECT * FROM {table}")
+    with ingested.transaction() as conn:
+        rebuild_rollups(conn)
+    assert incremental and rows(ingested, f"SELECT * FROM {table}") == incremental
+
+
+@pytest.mark.parametrize("interval", ["1h", "1d", "6h"])
+@pytest.mark.parametrize("since_minutes", [0, 20])
+def test_history_from_rollups_equals_history_from_summaries(ingested, interval, since_minutes):
+    since = T0.replace(minute=0) - timedelta(hours=1) + timedelta(minutes=since_minutes)
+    until = T0 + timedelta(days=1, hours=3, minutes=1)
+    scope = OfferFilters(gpus=frozenset({"H100-80GB", "A100-80GB"}), include_unavailable=True)
+    f = HistoryFilters(scope, interval, since, until)
+    got = rows(ingested, *history_sql(f))
+    expected = rows(ingested, *history_sql(f, rolled_up=False))
+    assert len(got) == len(expected) > 0
+    for a, b in zip(got, expected, strict=True):
+        assert a[:5] == b[:5]
+        assert a[5:] == pytest.approx(b[5:])
+
+
+@pytest.mark.parametrize("interval", ["1h", "1d"])
+def test_the_apis_json_points_from_rollups_equal_those_computed_from_summaries(ingested, interval):
+    from warehouse.history import points_json_sql
+
+    scope = OfferFilters(gpus=frozenset({"H100-80GB"}), include_unavailable=True)
+    f = HistoryFilters(scope, interval, T0 - timedelta(hours=3, minutes=7), T0 + timedelta(days=2))
+    rolled, params = history_sql(f, with_json=True)
+    summed, summed_params = history_sql(f, rolled_up=False, with_json=True)
+    got = rows(ingested, points_json_sql(rolled), params)
+    assert got and got == rows(ingested, points_json_sql(summed), summed_params)
