@@ -236,3 +236,8 @@ def test_the_http_api_shows_currency_on_offers_and_the_rate_source_on_providers(
     assert providers["ecb"]["last_rate_date"] == "2026-11-27"
     assert providers["ecb"]["interval_seconds"] == 86400
     assert providers["hetzner"]["kind"] == "offers" and providers["hetzner"]["offer_count"] == 4
+
+
+def test_every_european_gpu_type_gets_a_canonical_id(collected):
+    unknown = {(o["provider"], o["gpu_raw"]) for o in current(collected).values() if not o["gpu"]}
+    assert unknown == set()
