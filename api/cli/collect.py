@@ -89,14 +89,12 @@ def collect(
     if remote is not None:
         err.print(f"asking the server at {remote.url} to collect", highlight=False)
         form = {"provider": provider or [], "at": observed_at.isoformat() if observed_at else None}
-        if any(path.is_dir() for path in replays.values()):
-            raise typer.BadParameter(
-                "a directory of answers (NAME=DIR) is replayed by a local collection only: "
-                "stop serve, or replay it with --db on another file",
-                param_hint="--replay",
-            )
-        files = [("replay", (f"{name}{path.suffix}", path.read_bytes())) for name, path in
-                 replays.items()]
+        files = [  # a directory of answers goes as <provider>/<file>, each file on its own
+            ("replay", (f"{name}/{f.name}" if path.is_dir() else f"{name}{path.suffix}",
+                        f.read_bytes()))
+            for name, path in replays.items()
+            for f in (sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else [path])
+        ]  # fmt: skip
         body = remote.request(
             "POST", "/collections", data={k: v for k, v in form.items() if v}, files=files
         )

@@ -27,7 +27,9 @@ from scrapers import PROVIDERS, build_client
 
 __all__ = ["router"]
 
-MAX_REPLAY_FILES = len(PROVIDERS)
+MAX_REPLAY_FILES = 200
+"""One file per provider, or a provider's directory of answers (Scaleway: two per zone and page),
+each such file named `<provider>/<file>`."""
 
 
 def _loopback(host: str | None) -> bool:
@@ -67,14 +69,20 @@ router = APIRouter(
 )
 
 
-def _replay_name(upload: UploadFile) -> str:
+def _replay_name(upload: UploadFile) -> tuple[str, str | None]:
+    """The provider a file replays, and its name inside the provider's directory of answers
+    (`scaleway/servers-fr-par-2-1.json`), or None for a provider's one answer (`vastai.json`)."""
+    parts = PurePath(upload.filename or "").parts
+    if len(parts) == 2 and parts[0] in PROVIDERS and not parts[1].startswith("."):
+        return parts[0], parts[1]
     name = PurePath(upload.filename or "").name.split(".", 1)[0]
-    if name not in PROVIDERS:
+    if len(parts) != 1 or name not in PROVIDERS:
         raise PipelineError(
             f"replay file {upload.filename!r}: name each file after its provider "
-            f"({', '.join(sorted(PROVIDERS))}), e.g. vastai.json"
+            f"({', '.join(sorted(PROVIDERS))}), e.g. vastai.json, or <provider>/<file> for a "
+            "provider that replays a directory of answers (scaleway)"
         )
-    return name
+    return name, None
 
 
 @router.post("", response_model=CollectionOut, summary="Collect now (or replay uploaded bodies)")
@@ -99,11 +107,14 @@ def post_collection(
     only the replayed providers (plus any `provider`) are collected."""
     uploads = replay or []
     if len(uploads) > MAX_REPLAY_FILES:
-        raise PipelineError(f"at most {MAX_REPLAY_FILES} replay files, one per provider")
+        raise PipelineError(f"at most {MAX_REPLAY_FILES} replay files")
     observed_at: datetime | None = None
     if at is not None:
         observed_at = check_not_future(parse_time(at), clock(), "at")
-    named = {_replay_name(upload): upload for upload in uploads}
+    named: dict[str, list[tuple[str | None, UploadFile]]] = {}
+    for upload in uploads:
+        name, inside = _replay_name(upload)
+        named.setdefault(name, []).append((inside, upload))
     for name in provider or []:
         if name not in PROVIDERS:
             raise PipelineError(
@@ -115,9 +126,15 @@ def post_collection(
         names = list(provider or settings.providers)
     with tempfile.TemporaryDirectory(prefix="gpuprices-replay-") as folder:
         replays: dict[str, Path] = {}
-        for name, upload in named.items():
-            path = Path(folder) / f"{name}.body"
-            path.write_bytes(upload.file.read())
+        for name, files in named.items():
+            if any(inside is None for inside, _ in files):  # the provider's one answer
+                path = Path(folder) / f"{name}.body"
+                path.write_bytes(files[-1][1].file.read())
+            else:  # a directory of answers, as `--replay NAME=DIR` gives it locally
+                path = Path(folder) / name
+                path.mkdir()
+                for inside, upload in files:
+                    (path / str(inside)).write_bytes(upload.file.read())
             replays[name] = path
         collected = collect(
             names,

@@ -80,3 +80,20 @@ def test_the_route_has_its_own_upload_limit(warehouse, db_path):
             headers={"Content-Length": str(limit + 1), "Content-Type": "multipart/form-data"},
         )
     assert response.status_code == 413
+
+
+def test_a_directory_of_answers_is_uploaded_file_by_file_under_its_provider(warehouse, db_path):
+    answers = sorted((FIXTURES / "scaleway_answers").iterdir())
+    files = [("replay", (f"scaleway/{f.name}", f.read_bytes())) for f in answers]
+    ecb = ("replay", ("ecb.xml", (FIXTURES / "ecb_eurofxref_daily.xml").read_bytes()))
+    with client(warehouse, db_path, LOOPBACK) as api:
+        response = api.post("/collections", files=[ecb, *files])
+        assert response.status_code == 200, response.text
+        runs = {run["provider"]: run for run in response.json()["runs"]}
+        assert runs["scaleway"]["status"] == "ok" and runs["scaleway"]["offer_count"] > 0
+
+
+def test_a_directory_name_that_is_not_a_provider_is_a_422(warehouse, db_path):
+    bad = ("replay", ("nowhere/servers-fr-par-2-1.json", b"{}"))
+    with client(warehouse, db_path, LOOPBACK) as api:
+        assert api.post("/collections", files=[bad]).status_code == 422
