@@ -24,12 +24,11 @@ from api.cli.common import (
     DbOption,
     err,
     load_settings,
-    open_existing,
     option_duration,
     out,
     user_errors,
 )
-from api.cli.remote import ApiOption, remote_for
+from api.cli.remote import ApiOption, answered, remote_for
 from api.cli.scope import scope_options
 from api.rest.schemas_alerts import (
     AlertCreatedOut,
@@ -249,13 +248,12 @@ def list_command(
     api: ApiOption = None,
 ) -> None:
     """Every alert with its state (armed, last value, last fired)."""
-    settings = load_settings(db, config)
-    remote = remote_for(settings, api)
-    if remote is not None:
-        alerts = AlertsPage.model_validate(remote.get("/alerts")).alerts
-    else:
-        with open_existing(settings) as warehouse:
-            alerts = [alert_out(status) for status in list_alerts(warehouse)]
+    alerts = answered(
+        load_settings(db, config),
+        api,
+        lambda remote: AlertsPage.model_validate(remote.get("/alerts")).alerts,
+        lambda warehouse: [alert_out(status) for status in list_alerts(warehouse)],
+    )
     if fmt is AlertFormat.JSON:
         _print_json(AlertsPage(alerts=alerts, count=len(alerts)))
         return
@@ -290,13 +288,12 @@ def rm(
     api: ApiOption = None,
 ) -> None:
     """Delete an alert; its pending deliveries are cancelled."""
-    settings = load_settings(db, config)
-    remote = remote_for(settings, api)
-    if remote is not None:
-        remote.request("DELETE", f"/alerts/{quote(alert_id, safe='')}")
-    else:
-        with open_existing(settings) as warehouse:
-            delete_alert(warehouse, alert_id, datetime.now(UTC))
+    answered(
+        load_settings(db, config),
+        api,
+        lambda remote: remote.request("DELETE", f"/alerts/{quote(alert_id, safe='')}"),
+        lambda warehouse: delete_alert(warehouse, alert_id, datetime.now(UTC)),
+    )
     err.print(f"deleted {alert_id}")
 
 
@@ -333,13 +330,14 @@ def test(
 ) -> None:
     """Send an `alert.test` event now (later retries, if any, belong to `serve`)."""
     settings = load_settings(db, config)
-    remote = remote_for(settings, api)
-    if remote is not None:
-        answer = remote.request("POST", f"/alerts/{quote(alert_id, safe='')}/test")
-        delivery = DeliveryOut.model_validate(answer)
-    else:
-        with open_existing(settings) as warehouse:
-            delivery = delivery_out(send_test(warehouse, settings, alert_id))
+    delivery = answered(
+        settings,
+        api,
+        lambda remote: DeliveryOut.model_validate(
+            remote.request("POST", f"/alerts/{quote(alert_id, safe='')}/test")
+        ),
+        lambda warehouse: delivery_out(send_test(warehouse, settings, alert_id)),
+    )
     if fmt is AlertFormat.JSON:
         _print_json(delivery)
     else:
@@ -359,14 +357,13 @@ def deliveries(
     api: ApiOption = None,
 ) -> None:
     """Every delivery of an alert with each attempt: time, status code, latency, error."""
-    settings = load_settings(db, config)
-    remote = remote_for(settings, api)
-    if remote is not None:
-        path = f"/alerts/{quote(alert_id, safe='')}/deliveries"
-        logs = DeliveriesPage.model_validate(remote.get(path, {"limit": limit})).deliveries
-    else:
-        with open_existing(settings) as warehouse:
-            logs = [delivery_out(log) for log in alert_deliveries(warehouse, alert_id, limit)]
+    path = f"/alerts/{quote(alert_id, safe='')}/deliveries"
+    logs = answered(
+        load_settings(db, config),
+        api,
+        lambda remote: DeliveriesPage.model_validate(remote.get(path, {"limit": limit})).deliveries,
+        lambda warehouse: [delivery_out(d) for d in alert_deliveries(warehouse, alert_id, limit)],
+    )
     if fmt is AlertFormat.JSON:
         _print_json(DeliveriesPage(deliveries=logs, count=len(logs)))
         return

@@ -24,13 +24,12 @@ from api.cli.common import (
     ConfigOption,
     DbOption,
     load_settings,
-    open_existing,
     option_time,
     out,
     print_error,
     user_errors,
 )
-from api.cli.remote import ApiOption, query_params, remote_for
+from api.cli.remote import ApiOption, answered, query_params, remote_for
 from api.cli.scope import scope_options, validation_line
 from api.rest.parameters import MAX_OFFERS_PAGE
 from api.rest.schemas import GpuOut, GpusPage, OfferOut
@@ -38,6 +37,7 @@ from pipeline.market.freshness import provider_freshness
 from pipeline.market.offers import OfferQuery, gpu_specs
 from pipeline.market.scope import ALL_SCOPE, OfferScope
 from pipeline.market.serving import answer_offers
+from warehouse import Warehouse
 from warehouse.offers import SORT_FIELDS
 
 __all__ = ["OutputFormat", "cell", "gpus", "offers", "offers_table", "print_json"]
@@ -100,14 +100,15 @@ def offers(
         print_error(ValueError(validation_line(exc)))
         raise typer.Exit(2) from None
     settings = load_settings(db, config)
-    remote = remote_for(settings, api)
-    if remote is not None:
-        found: list[Any] = remote.get("/offers", query_params(query))["offers"]
-    else:
-        with open_existing(settings) as warehouse:
-            now = datetime.now(UTC)
-            freshness = provider_freshness(warehouse, settings, now)
-            found = answer_offers(warehouse, settings, query, now, freshness).offers
+
+    def local(warehouse: Warehouse) -> list[dict[str, Any]]:
+        now = datetime.now(UTC)
+        freshness = provider_freshness(warehouse, settings, now)
+        return answer_offers(warehouse, settings, query, now, freshness).offers
+
+    found: list[Any] = answered(
+        settings, api, lambda remote: remote.get("/offers", query_params(query))["offers"], local
+    )
     if fmt is OffersFormat.JSONL:
         for row in found:
             sys.stdout.write(OfferOut.model_validate(row).model_dump_json() + "\n")

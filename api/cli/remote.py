@@ -14,23 +14,26 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import httpx
 import typer
 from pydantic import BaseModel
 
+from api.cli.common import open_existing
 from pipeline.errors import PipelineError
 from pipeline.settings import Settings
+from warehouse import Warehouse
 
 __all__ = [
     "ApiError",
     "ApiOption",
     "Remote",
     "address_file",
+    "answered",
     "query_params",
     "remote_for",
     "remove_address",
@@ -195,3 +198,21 @@ def _problem(response: httpx.Response) -> ApiError:
     text = str(detail) if detail else response.text[:200] or response.reason_phrase
     code = 2 if response.status_code == 422 else 1
     return ApiError(f"{text} (HTTP {response.status_code} from {response.url.host})", code)
+
+
+T = TypeVar("T")
+
+
+def answered(
+    settings: Settings,
+    api: str | None,
+    ask: Callable[[Remote], T],
+    local: Callable[[Warehouse], T],
+) -> T:
+    """`ask(remote)` beside a running server (or with --api), else `local(warehouse)` on the
+    database, which must exist: every read command answers one way or the other alike."""
+    remote = remote_for(settings, api)
+    if remote is not None:
+        return ask(remote)
+    with open_existing(settings) as warehouse:
+        return local(warehouse)
