@@ -22,7 +22,7 @@ from pipeline.settings import Settings
 from tests.pipeline.alerts_receiver import Answer, Clock, add_rule, enqueue, receiving
 from warehouse import alerts as wa
 
-TIMEOUT_S = 0.5
+TIMEOUT_S = 2.0  # a healthy local receiver answers well inside it, even on a loaded machine
 SLOW = Answer(200, trickle_s=0.25)
 """Its ~60-byte answer would take 15 s: one byte every 0.25 s, well inside the read timeout."""
 
