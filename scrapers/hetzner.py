@@ -11,7 +11,8 @@ Quirks (see shared/provider-samples/EU.md, "Hetzner"):
   Blackwell 24 GB). Other keys are other products.
 - Billing: hourly up to the monthly cap, plus a one-off setup fee: all three kept, in EUR (the
   pipeline converts them with the ECB rate). The feed's own `USD` figures are not used for the
-  price: the parser only refuses a location whose hourly USD figure is missing or not positive.
+  price: the parser keeps the hourly one (`published_usd_per_hour`) for the conversion to be
+  checked against, and refuses a location whose hourly USD figure is missing or not positive.
 - `datacenter: "ALL"` is location-independent: the region is then unknown. An inactive location
   is listed as not available.
 """
@@ -103,6 +104,7 @@ def _offer_of(product: Product, location: dict[str, Any]) -> dict[str, Any]:
         "currency": CURRENCY,
         "setup_fee_native": _amount(prices, "setup", CURRENCY),
         "price_per_month_native": _amount(prices, "monthly", CURRENCY),
+        "published_usd_per_hour": _amount(prices, "hourly", "USD"),
         "region": region,
         "available": bool(location.get("active", True)),
         "tier": product.name,

@@ -98,6 +98,7 @@ OFFER_SCHEMA = pa.schema(
         ("setup_fee_usd", pa.float64()),
         ("price_per_month_native", pa.float64()),  # monthly cap, in `currency`
         ("price_per_month_usd", pa.float64()),
+        ("published_usd_per_hour", pa.float64()),  # a non-USD offer's own USD figure: a check only
     ]
 )
 """The one declaration of an offer's fields. The warehouse stores these columns `BY NAME` and

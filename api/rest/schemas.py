@@ -67,6 +67,11 @@ class OfferOut(BaseModel):
         default=None, description="Monthly cap on the hourly billing, USD"
     )
     price_per_month_native: float | None = None
+    published_usd_per_hour: float | None = Field(
+        default=None,
+        description="The provider's own USD figure beside a non-USD price: a check, never the "
+        "price (that is the ECB conversion)",
+    )
     price_per_pflop_hour: float | None = Field(
         default=None,
         description="USD per dense BF16 PFLOP-hour (FP16 where the card has no BF16), from the "

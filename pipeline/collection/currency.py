@@ -12,6 +12,7 @@ another currency X is `rate(USD) / rate(X)` (a cross rate, dated by the older of
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from datetime import date, datetime
 
@@ -24,6 +25,8 @@ from warehouse import Warehouse
 from warehouse.rates import RATE_SCHEMA, rate_on_or_before
 
 __all__ = ["MissingRateError", "RateLookup", "rates_table", "to_usd", "warehouse_rates"]
+
+logger = logging.getLogger(__name__)
 
 USD = "USD"
 RATE_BASE = "EUR"
@@ -98,7 +101,27 @@ def to_usd(result: ParseResult, rate_of: RateLookup) -> ParseResult:
     for name, values in columns.items():
         index = table.schema.get_field_index(name)
         table = table.set_column(index, OFFER_SCHEMA.field(name), values)
+    _check_published(table)
     return ParseResult(table, list(result.rejects))
+
+
+PUBLISHED_USD_TOLERANCE = 0.10
+"""How far a provider's own USD figure may be from the ECB conversion before we say so: its
+rate is its own (Hetzner's USD prices move with its own conversions, not the ECB's daily one)."""
+
+
+def _check_published(table: pa.Table) -> None:
+    """Warn, naming the offers, where the provider's own USD figure and the ECB conversion part;
+    the price stays the conversion (issue 23: the feed's USD figure is a check only)."""
+    published = table["published_usd_per_hour"]
+    gap = pc.abs(pc.divide(pc.subtract(table["price_per_hour"], published), published))
+    far = pc.fill_null(pc.greater(gap, PUBLISHED_USD_TOLERANCE), False)
+    if pc.any(far).as_py():
+        offers = pc.filter(table["offer_id"], far).to_pylist()
+        logger.warning(
+            "%d offers' own USD figure is more than %d%% from the ECB conversion: %s",
+            len(offers), round(PUBLISHED_USD_TOLERANCE * 100), ", ".join(offers[:5]),
+        )  # fmt: skip
 
 
 def rates_table(

@@ -241,3 +241,28 @@ def test_the_http_api_shows_currency_on_offers_and_the_rate_source_on_providers(
 def test_every_european_gpu_type_gets_a_canonical_id(collected):
     unknown = {(o["provider"], o["gpu_raw"]) for o in current(collected).values() if not o["gpu"]}
     assert unknown == set()
+
+
+def test_hetzners_own_usd_figure_is_kept_as_a_check_never_as_the_price(collected):
+    gex = current(collected)[("hetzner", "GEX131@FSN1", "on_demand")]
+    assert gex["published_usd_per_hour"] > 0
+    assert gex["price_per_hour"] == pytest.approx(gex["price_per_hour_native"] * USD_PER_EUR)
+    assert abs(gex["price_per_hour"] / gex["published_usd_per_hour"] - 1) < 0.10
+
+
+def test_a_usd_figure_far_from_the_ecb_conversion_is_logged_and_the_price_stays(
+    warehouse, tmp_path, caplog
+):
+    feed = json.loads(REPLAYS["hetzner"].read_text())
+    for product in feed["products"].values():
+        for location in product["locations"]:
+            if "hourly" in location["prices"]:
+                location["prices"]["hourly"]["USD"] = "99.0000"
+    path = tmp_path / "hetzner.json"
+    path.write_text(json.dumps(feed))
+    with caplog.at_level("WARNING", logger="pipeline.collection.currency"):
+        reports = collect(warehouse, ["ecb", "hetzner"], hetzner=path)
+    assert reports["hetzner"].status == "ok"
+    assert "own USD figure is more than 10% from the ECB conversion" in caplog.text
+    gex = current(warehouse)[("hetzner", "GEX131@FSN1", "on_demand")]
+    assert gex["price_per_hour"] == pytest.approx(gex["price_per_hour_native"] * USD_PER_EUR)
