@@ -413,7 +413,9 @@ def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         obs = observations_sql(
             args.offers, ticks, per_day, ticks - retention_ticks, ticks, args.seed
         )
-        columns = [row[0] for row in conn.execute("DESCRIBE offer_observations").fetchall()]
+        stored = {row[0] for row in conn.execute("DESCRIBE offer_observations").fetchall()}
+        made = [row[0] for row in conn.execute(f"DESCRIBE ({obs})").fetchall()]
+        columns = [name for name in made if name in stored]  # the rest stay NULL (BY NAME)
         conn.execute(
             f"INSERT INTO offer_observations BY NAME SELECT {', '.join(columns)} FROM ({obs})"
         )
