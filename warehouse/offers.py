@@ -112,6 +112,26 @@ class OfferFilters:
     """The catalog's figures behind the derived columns (none: they are NULL)."""
 
 
+_COMPARED: tuple[tuple[str, str], ...] = (
+    ("pricing", "pricing = ?"),
+    ("form_factor", "form_factor = ?"),
+    ("region", "contains(lower(region), lower(?))"),
+    ("max_price_per_gpu_hour", "price_per_gpu_hour <= ?"),
+    ("max_price_per_hour", "price_per_hour <= ?"),
+    ("gpu_count", "gpu_count = ?"),
+    ("min_gpu_count", "gpu_count >= ?"),
+    ("min_vram_gb", "vram_gb >= ?"),
+    ("min_total_vram_gb", "gpu_count * vram_gb >= ?"),
+    ("min_reliability", "reliability >= ?"),
+    ("min_vcpus", "vcpus >= ?"),
+    ("min_ram_gb", "ram_gb >= ?"),
+    ("min_disk_gb", "disk_gb >= ?"),
+    ("continent", "continent = ?"),
+)
+"""Filters that compare a column with the filter's value (None: any); a NULL column never
+passes (SQL), as `warehouse.current` evaluates them too."""
+
+
 def scope_conditions(f: OfferFilters, params: list[Any]) -> list[str]:
     """SQL conditions for every scope filter of `f`, on any relation with the offer columns."""
     conditions: list[str] = []
@@ -120,46 +140,22 @@ def scope_conditions(f: OfferFilters, params: list[Any]) -> list[str]:
         conditions.append(condition)
         params.append(value)
 
-    if f.gpus is not None:
+    if f.gpus is not None:  # an empty set matches nothing (a GPU id the offers lack)
         add("gpu IN (SELECT unnest(?))", sorted(f.gpus))
     if f.providers is not None:
         add("provider IN (SELECT unnest(?))", sorted(f.providers))
-    if f.pricing is not None:
-        add("pricing = ?", f.pricing)
-    if f.form_factor is not None:
-        add("form_factor = ?", f.form_factor)
-    if f.region is not None:
-        add("contains(lower(region), lower(?))", f.region)
-    if f.max_price_per_gpu_hour is not None:
-        add("price_per_gpu_hour <= ?", f.max_price_per_gpu_hour)
-    if f.max_price_per_hour is not None:
-        add("price_per_hour <= ?", f.max_price_per_hour)
-    if f.gpu_count is not None:
-        add("gpu_count = ?", f.gpu_count)
-    if f.min_gpu_count is not None:
-        add("gpu_count >= ?", f.min_gpu_count)
-    if f.min_vram_gb is not None:
-        add("vram_gb >= ?", f.min_vram_gb)
-    if f.min_total_vram_gb is not None:
-        add("gpu_count * vram_gb >= ?", f.min_total_vram_gb)
-    if f.min_reliability is not None:
-        add("reliability >= ?", f.min_reliability)
+    if f.countries:
+        add("country IN (SELECT unnest(?))", sorted(f.countries))
+    for name, condition in _COMPARED:
+        value = getattr(f, name)
+        if value is not None and value != "":
+            add(condition, value)
     if f.verified:
         conditions.append("verified IS TRUE")
     if f.nvlink:
         conditions.append("nvlink IS TRUE")  # derived: see offers_relation
-    if f.min_vcpus is not None:
-        add("vcpus >= ?", f.min_vcpus)
-    if f.min_ram_gb is not None:
-        add("ram_gb >= ?", f.min_ram_gb)
-    if f.min_disk_gb is not None:
-        add("disk_gb >= ?", f.min_disk_gb)
     if not f.include_unavailable:
         conditions.append("available")
-    if f.countries:
-        add("country IN (SELECT unnest(?))", sorted(f.countries))
-    if f.continent:
-        add("continent = ?", f.continent)
     if f.jurisdiction is not None:
         conditions.append(f"{f.jurisdiction} IS TRUE")  # a column: eea or eu
     return conditions
