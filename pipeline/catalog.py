@@ -96,6 +96,10 @@ def _nearest_size(variants: Sequence[GpuVariant], memory_gb: float) -> list[GpuV
     return [v for v in variants if v.vram_gb == nearest]
 
 
+QUERIES_KEPT = 4096
+"""`gpu=` values whose ids a catalog remembers (bounded: the names come from users)."""
+
+
 class Catalog:
     def __init__(self, variants: Iterable[GpuVariant]) -> None:
         self.variants = tuple(variants)
@@ -111,6 +115,7 @@ class Catalog:
             self._ids_by_family[full_key(variant.family)].add(variant.id)
         self.ids = tuple(dict.fromkeys(v.id for v in self.variants))
         self._resolved: dict[tuple[str, float | None], Resolution] = {}
+        self._queried: dict[str, frozenset[str]] = {}
 
     @classmethod
     def from_csv(cls, text: str) -> Catalog:
@@ -182,15 +187,20 @@ class Catalog:
         """The canonical ids a user's `gpu=` value means: a family, an id or any spelling.
 
         `A100` is the whole family (40 GB and 80 GB); `NVIDIA A100-SXM4-80GB` is `A100-80GB`.
-        Raises `UnknownGpuError` naming the closest ids.
+        Raises `UnknownGpuError` naming the closest ids. Known answers are remembered (a
+        server is asked the same few names over and over), up to `QUERIES_KEPT` names.
         """
+        known = self._queried.get(name)
+        if known is not None:
+            return known
         family = self._ids_by_family.get(full_key(name))
-        if family:
-            return frozenset(family)
-        candidates = self._candidates(name, None)
-        if candidates:
-            return frozenset(v.id for v in candidates)
-        raise UnknownGpuError(name, self.closest(name))
+        candidates = self._candidates(name, None) if not family else []
+        if not family and not candidates:
+            raise UnknownGpuError(name, self.closest(name))
+        ids = frozenset(family or (v.id for v in candidates))
+        if len(self._queried) < QUERIES_KEPT:
+            self._queried[name] = ids
+        return ids
 
     def closest(self, name: str, n: int = 3) -> list[str]:
         """The ids whose spellings look most like `name` (for "did you mean" messages)."""

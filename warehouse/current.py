@@ -3,10 +3,13 @@
 A serving process asks for offers many times per snapshot, and the snapshot changes only when a
 provider run is written (minutes apart). `CurrentOffers.load` reads the table once (with the
 derived columns of `offers_relation`, computed by the same SQL), cheapest per GPU-hour first,
-into Arrow columns. `select(filters)` evaluates the filters on whole columns and gives the
-positions of the first `limit` matches in the answer's order: the rows `latest_offers` would
-return, in the same order and with the same keys and values (`rows`). Filters it does not
-evaluate itself (`as_of`, `region`) are for `latest_offers` (see `answers`).
+into Arrow columns, and keeps each filtered column as a NumPy array: numbers as float64 with NaN
+for NULL (a comparison with NaN is false, as a NULL condition in SQL), flags with NULL as false,
+text as codes into its distinct values (an `IN` is one lookup table indexed by the codes).
+`select(filters)` evaluates the filters on whole arrays and gives the positions of the first
+`limit` matches in the answer's order: the rows `latest_offers` would return, in the same order
+and with the same keys and values (`rows`). Filters it does not evaluate itself (`as_of`,
+`region`) are for `latest_offers` (see `answers`).
 
 Each sort order is a view: the loaded positions in that order, and each GPU's positions in it,
 so a `gpus` filter reads only that GPU's offers, already sorted. A position names one offer for
@@ -15,10 +18,12 @@ the life of the copy: a caller can keep what it makes of an offer (its JSON) by 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import duckdb
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -31,47 +36,120 @@ from warehouse.offers import (
     sort_columns,
 )
 
-__all__ = ["CurrentOffers"]
+__all__ = ["CurrentOffers", "Positions"]
 
+Positions = npt.NDArray[np.int64]
+"""Offers of a copy, by position (row number as loaded)."""
+Mask = npt.NDArray[np.bool_]
 _LOADED_ORDER: SortKey = "price_per_gpu_hour"
+_FIRST_STEP = 2048
+"""Candidates read at first when a limit is given (then twice as many each step)."""
 _BATCH_ROWS = 128
 """Rows turned into Python objects per call: a few ms each, so other threads get the GIL."""
-_FALSE = pa.scalar(False, pa.bool_())
+_NUMBERS = (
+    "price_per_gpu_hour", "price_per_hour", "gpu_count", "vram_gb", "reliability", "vcpus",
+    "ram_gb", "disk_gb",
+)  # fmt: skip
+_FLAGS = ("available", "verified", "nvlink", "eea", "eu")
+_TEXTS = ("gpu", "provider", "pricing", "form_factor", "country", "continent")
+_BOUNDS: tuple[tuple[str, str, Callable[[Any, Any], Mask]], ...] = (
+    ("max_price_per_gpu_hour", "price_per_gpu_hour", np.less_equal),
+    ("max_price_per_hour", "price_per_hour", np.less_equal),
+    ("gpu_count", "gpu_count", np.equal),
+    ("min_gpu_count", "gpu_count", np.greater_equal),
+    ("min_vram_gb", "vram_gb", np.greater_equal),
+    ("min_reliability", "reliability", np.greater_equal),
+    ("min_vcpus", "vcpus", np.greater_equal),
+    ("min_ram_gb", "ram_gb", np.greater_equal),
+    ("min_disk_gb", "disk_gb", np.greater_equal),
+)
+"""(filter, column, comparison): a bound on a numeric column (NaN, i.e. NULL, never passes)."""
+_REQUIRED_FLAGS = (("verified", "verified"), ("nvlink", "nvlink"))
 
 
-def _scalar(values: pa.Array | pa.ChunkedArray, value: Any) -> pa.Scalar:
-    """`value` as an Arrow scalar of the column's type. Typed: an untyped Python value costs
-    pyarrow an import attempt of `dateutil` per call (~50 us where it is not installed)."""
-    return pa.scalar(value, values.type)
+class _Text:
+    """A text column as codes into its distinct values (NULL: the last code)."""
+
+    def __init__(self, values: pa.Array) -> None:
+        encoded = pc.dictionary_encode(values)
+        self.names: list[str] = encoded.dictionary.to_pylist()
+        self.code_of = {name: code for code, name in enumerate(self.names)}
+        self.codes = pc.fill_null(encoded.indices, len(self.names)).to_numpy().astype(np.int32)
+
+    def among(self, codes: np.ndarray, wanted: frozenset[str]) -> Mask:
+        """Whether each of `codes` (some rows' codes) stands for a value in `wanted`."""
+        if len(wanted) == 1:
+            (name,) = wanted
+            return codes == self.code_of.get(name, -1)
+        table = np.zeros(len(self.names) + 1, dtype=np.bool_)
+        table[[self.code_of[name] for name in wanted if name in self.code_of]] = True
+        return table[codes]
 
 
-class _Taken(dict[str, pa.Array]):
-    """The columns of some rows (`at`), each taken the first time a filter reads it."""
+class _Columns(dict[str, np.ndarray]):
+    """The filtered columns (numbers, flags, text codes) of some rows: every row, or one
+    GPU's in a view's order, each taken from every row's the first time a filter reads it."""
 
-    def __init__(self, columns: dict[str, pa.Array], at: pa.Array) -> None:
-        super().__init__()
-        self.columns, self.at = columns, at
+    def __init__(self, every: dict[str, np.ndarray], rows: Positions | None = None) -> None:
+        super().__init__(every if rows is None else {})
+        self.every, self.rows = every, rows
 
-    def __missing__(self, name: str) -> pa.Array:
-        taken = self[name] = self.columns[name].take(self.at)
+    def __missing__(self, name: str) -> np.ndarray:
+        assert self.rows is not None
+        taken = self[name] = self.every[name][self.rows]
         return taken
+
+    def at(self, rows: Positions) -> _Columns:
+        return _Columns(self.every, rows)
+
+
+class _Slice:
+    """Rows `start:stop` of some columns (NumPy slices: views, nothing copied)."""
+
+    def __init__(self, columns: _Columns, start: int, stop: int) -> None:
+        self.columns, self.start, self.stop = columns, start, stop
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.columns[name][self.start : self.stop]
 
 
 class _View:
-    """The loaded positions in one sort order (None: the loaded order), and each GPU's, with
-    that GPU's columns in that order (taken once, when first filtered on)."""
+    """The loaded positions in one sort order (None: the loaded order), and each GPU's
+    positions in it, with that GPU's columns in that order (taken once, when first filtered)."""
 
-    def __init__(self, table: pa.Table, order: pa.Array | None) -> None:
+    def __init__(self, gpu: _Text, order: Positions | None) -> None:
         self.order = order
-        self.ranks: pa.Array | None = None
-        gpus = table["gpu"] if order is None else table["gpu"].take(order)
-        self.rows_of_gpu: dict[str, pa.Array] = {}
-        self.columns_of_gpu: dict[str, _Taken] = {}
-        for gpu in pc.unique(gpus).to_pylist():
-            if gpu is None:
-                continue
-            at = pc.indices_nonzero(pc.fill_null(pc.equal(gpus, _scalar(gpus, gpu)), _FALSE))
-            self.rows_of_gpu[gpu] = at if order is None else order.take(at)
+        self.ranks: Positions | None = None
+        codes = gpu.codes if order is None else gpu.codes[order]
+        by_gpu = np.argsort(codes, kind="stable")  # each GPU's rows together, in view order
+        bounds = np.searchsorted(codes[by_gpu], np.arange(len(gpu.names) + 1))
+        self.rows_of_gpu: dict[str, Positions] = {}
+        for code, name in enumerate(gpu.names):
+            at = by_gpu[bounds[code] : bounds[code + 1]]
+            self.rows_of_gpu[name] = at if order is None else order[at]
+        self.groups: dict[tuple[str, ...], tuple[Positions, _Columns]] = {}
+
+    def group(self, gpus: tuple[str, ...], every: _Columns) -> tuple[Positions, _Columns]:
+        """The positions of these GPUs' offers in the view's order, with their columns (kept:
+        the GPUs a `gpu=` value means are a catalog family or id, a bounded set)."""
+        found = self.groups.get(gpus)
+        if found is None:
+            if len(gpus) == 1:
+                rows = self.rows_of_gpu[gpus[0]]
+            else:
+                rows = self._merged([self.rows_of_gpu[g] for g in gpus], len(every["gpu"]))
+            found = self.groups[gpus] = (rows, every.at(rows))
+        return found
+
+    def _merged(self, parts: list[Positions], size: int) -> Positions:
+        """Several GPUs' positions merged into the view's order."""
+        merged = np.concatenate(parts) if parts else np.empty(0, np.int64)
+        if self.order is None:
+            return np.sort(merged)
+        if self.ranks is None:  # each loaded position's place in the view: the inverse order
+            self.ranks = np.empty(size, np.int64)
+            self.ranks[self.order] = np.arange(size)
+        return merged[np.argsort(self.ranks[merged], kind="stable")]
 
 
 class CurrentOffers:
@@ -81,10 +159,23 @@ class CurrentOffers:
         self.version = version
         """What the copy was read for (the caller's key, e.g. each provider's snapshot run)."""
         self.table = table.combine_chunks()
-        self._columns = {  # one contiguous array each: `take` on them is cheaper than chunked
-            name: self.table[name].combine_chunks() for name in self.table.column_names
-        }
-        self._views: dict[SortKey, _View] = {_LOADED_ORDER: _View(self.table, None)}
+        column = self.table.column
+        texts = {name: _Text(column(name).combine_chunks()) for name in _TEXTS}
+        self._texts = texts
+        self._columns = _Columns(
+            {
+                **{
+                    name: pc.fill_null(pc.cast(column(name), pa.float64()), np.nan).to_numpy()
+                    for name in _NUMBERS
+                },
+                **{
+                    name: pc.fill_null(column(name), False).to_numpy().astype(np.bool_)
+                    for name in _FLAGS
+                },
+                **{name: text.codes for name, text in texts.items()},
+            }
+        )
+        self._views: dict[SortKey, _View] = {_LOADED_ORDER: _View(texts["gpu"], None)}
 
     @classmethod
     def load(
@@ -113,60 +204,63 @@ class CurrentOffers:
         """What `latest_offers(conn, filters)` returns, for filters this copy `answers`."""
         return self.rows_at(self.select(filters))
 
-    def rows_at(self, positions: pa.Array) -> list[dict[str, Any]]:
-        taken = self.table.take(positions)
+    def rows_at(
+        self, positions: Positions, columns: list[str] | None = None
+    ) -> list[dict[str, Any]]:
+        """The rows at `positions` (only `columns`, in that order, when given)."""
+        table = self.table if columns is None else self.table.select(columns)
+        taken = table.take(pa.array(positions, pa.int64()))
         # In batches: one long to_pylist would hold the GIL (and stall the event loop) throughout
         return [row for b in taken.to_batches(max_chunksize=_BATCH_ROWS) for row in b.to_pylist()]
 
-    def values_at(self, column: str, positions: pa.Array) -> list[Any]:
-        return self._columns[column].take(positions).to_pylist()  # type: ignore[no-any-return]
+    def codes(self, column: str) -> tuple[np.ndarray, list[str]]:
+        """A text column (`gpu`, `provider`, ...) of every row as codes, and the names they
+        stand for (a NULL's code is `len(names)`)."""
+        text = self._texts[column]
+        return text.codes, text.names
 
-    def distinct_at(self, column: str, positions: pa.Array) -> set[Any]:
-        return set(pc.unique(self._columns[column].take(positions)).to_pylist())
+    def distinct_at(self, column: str, positions: Positions) -> set[Any]:
+        text = self._texts[column]
+        codes = text.codes[positions]
+        distinct = set(codes.tolist()) if len(codes) <= 4096 else set(np.unique(codes).tolist())
+        return {text.names[c] for c in distinct if c < len(text.names)}
 
-    def select(self, filters: OfferFilters) -> pa.Array:
+    def select(self, filters: OfferFilters) -> Positions:
         """Positions of the offers `latest_offers(conn, filters)` returns, in its order."""
         if not self.answers(filters):
             raise ValueError("as_of and region filters are answered by latest_offers")
         view = self._view(filters.sort)
-        candidates = view.order  # positions in the answer's order; None: every row as loaded
-        if filters.gpus is None and view.order is not None:
-            # Every offer, in another order: the filters over whole columns, then reordered
-            mask = self._mask(self._columns, filters, None)
-            positions = view.order if mask is None else view.order.filter(mask.take(view.order))
-            return positions if filters.limit is None else positions[: filters.limit]
-        columns: Mapping[str, pa.Array] = self._columns  # what the filters read, by name
-        if filters.gpus is not None:
-            present = [g for g in sorted(filters.gpus) if g in view.rows_of_gpu]
-            if len(present) == 1:  # one GPU: its own rows and columns, in the view's order
-                candidates = view.rows_of_gpu[present[0]]
-                columns = view.columns_of_gpu.setdefault(
-                    present[0], _Taken(self._columns, candidates)
-                )
-            elif present:
-                candidates = self._merged(view, [view.rows_of_gpu[g] for g in present])
-            else:
-                candidates = pa.array([], pa.int64())
-        one_gpu = columns is not self._columns
-        mask = self._mask(columns, filters, None if one_gpu else candidates)
-        if mask is not None:
-            positions = pc.indices_nonzero(mask) if candidates is None else candidates.filter(mask)
-        elif candidates is not None:
-            positions = candidates
-        else:
-            positions = pa.array(range(self.table.num_rows), pa.int64())
-        if filters.limit is not None:
-            positions = positions[: filters.limit]
-        return positions
-
-    def _merged(self, view: _View, parts: list[pa.Array]) -> pa.Array:
-        """Several GPUs' positions merged into the view's order."""
-        merged = pa.concat_arrays(parts)
+        if filters.gpus is not None:  # these GPUs' own rows and columns, in the view's order
+            present = tuple(g for g in sorted(filters.gpus) if g in view.rows_of_gpu)
+            return self._first(*view.group(present, self._columns), filters)
         if view.order is None:
-            return pc.take(merged, pc.sort_indices(merged))
-        if view.ranks is None:  # each loaded position's place in the view: the inverse order
-            view.ranks = pc.sort_indices(view.order)
-        return pc.take(merged, pc.sort_indices(view.ranks.take(merged)))
+            return self._first(None, self._columns, filters)
+        return self._first(view.order, None, filters)
+
+    def _first(
+        self, candidates: Positions | None, columns: _Columns | None, filters: OfferFilters
+    ) -> Positions:
+        """The first `filters.limit` of `candidates` (None: every position) that pass the
+        other filters. `columns` are the candidates' (None: taken as read). With a limit, the
+        candidates are read in growing steps until the limit is reached: a page of the
+        cheapest offers reads the cheapest few thousand, not every offer."""
+        total = self.size if candidates is None else len(candidates)
+        limit = filters.limit
+        step = total if limit is None else max(_FIRST_STEP, 4 * limit)
+        found: list[Positions] = []
+        count = start = 0
+        while start < total and (limit is None or count < limit):
+            stop = min(total, start + step)
+            rows = np.arange(start, stop) if candidates is None else candidates[start:stop]
+            part = self._columns.at(rows) if columns is None else _Slice(columns, start, stop)
+            mask = self._mask(part, filters)
+            hits = rows if mask is None else rows[mask]
+            found.append(hits)
+            count, start, step = count + len(hits), stop, step * 2
+        if not found:
+            return np.empty(0, np.int64)
+        positions = found[0] if len(found) == 1 else np.concatenate(found)
+        return positions[:limit]
 
     def _view(self, sort: SortKey) -> _View:
         if sort not in self._views:
@@ -174,66 +268,40 @@ class CurrentOffers:
                 (name, "descending" if d else "ascending", "at_end")  # unknown values last
                 for name, d in sort_columns(sort)
             ]
-            order = pc.sort_indices(self.table, sort_keys=keys)
-            self._views[sort] = _View(self.table, order)
+            order = pc.sort_indices(self.table, sort_keys=keys).to_numpy().astype(np.int64)
+            self._views[sort] = _View(self._texts["gpu"], order)
         return self._views[sort]
 
-    @staticmethod
-    def _mask(
-        table: Mapping[str, pa.Array], filters: OfferFilters, rows: pa.Array | None
-    ) -> pa.Array | None:
-        """The other filters over `rows` of `table`'s columns (all rows when None)."""
-        conditions: list[pa.Array] = []
-
-        def column(name: str) -> pa.Array:
-            values = table[name]
-            return values if rows is None else values.take(rows)
+    def _mask(self, columns: _Columns | _Slice, filters: OfferFilters) -> Mask | None:
+        """The filters other than `gpus` over `columns`' rows (None: every row passes)."""
+        conditions: list[Mask] = []
+        texts = self._texts
 
         def among(name: str, values: frozenset[str] | None) -> None:
             if values is not None:
-                value_set = pa.array(sorted(values), pa.string())
-                conditions.append(pc.is_in(column(name), value_set=value_set))
-
-        def equal(name: str, value: str | None) -> None:
-            if value is not None:
-                values = column(name)
-                conditions.append(pc.equal(values, _scalar(values, value)))
-
-        def bound(name: str, value: float | None, compare: Callable[..., pa.Array]) -> None:
-            if value is not None:
-                values = column(name)
-                conditions.append(compare(values, _scalar(values, value)))
+                conditions.append(texts[name].among(columns[name], values))
 
         among("provider", filters.providers)
-        equal("pricing", filters.pricing)
-        equal("form_factor", filters.form_factor)
-        bound("price_per_gpu_hour", filters.max_price_per_gpu_hour, pc.less_equal)
-        bound("price_per_hour", filters.max_price_per_hour, pc.less_equal)
-        bound("gpu_count", filters.gpu_count, pc.equal)
-        bound("gpu_count", filters.min_gpu_count, pc.greater_equal)
-        bound("vram_gb", filters.min_vram_gb, pc.greater_equal)
+        among("pricing", frozenset({filters.pricing}) if filters.pricing else None)
+        among("form_factor", frozenset({filters.form_factor}) if filters.form_factor else None)
+        for name, column, compare in _BOUNDS:
+            value = getattr(filters, name)
+            if value is not None:
+                conditions.append(compare(columns[column], value))
         if filters.min_total_vram_gb is not None:
-            total = pc.multiply(pc.cast(column("gpu_count"), pa.float64()), column("vram_gb"))
-            conditions.append(pc.greater_equal(total, _scalar(total, filters.min_total_vram_gb)))
-        bound("reliability", filters.min_reliability, pc.greater_equal)
-        if filters.verified:
-            conditions.append(column("verified"))
-        if filters.nvlink:
-            conditions.append(column("nvlink"))
-        bound("vcpus", filters.min_vcpus, pc.greater_equal)
-        bound("ram_gb", filters.min_ram_gb, pc.greater_equal)
-        bound("disk_gb", filters.min_disk_gb, pc.greater_equal)
+            total = columns["gpu_count"] * columns["vram_gb"]
+            conditions.append(total >= filters.min_total_vram_gb)
+        conditions += [columns[column] for name, column in _REQUIRED_FLAGS
+                       if getattr(filters, name)]  # fmt: skip
         if not filters.include_unavailable:
-            conditions.append(column("available"))
-        if filters.countries:
-            among("country", filters.countries)
-        if filters.continent:
-            equal("continent", filters.continent)
+            conditions.append(columns["available"])
+        among("country", filters.countries or None)  # as the SQL: an empty set, any country
+        among("continent", frozenset({filters.continent}) if filters.continent else None)
         if filters.jurisdiction in ("eea", "eu"):
-            conditions.append(column(filters.jurisdiction))
+            conditions.append(columns[filters.jurisdiction])
         if not conditions:
             return None
-        mask = conditions[0]
+        mask = conditions[0].copy() if len(conditions) > 1 else conditions[0]
         for condition in conditions[1:]:
-            mask = pc.and_kleene(mask, condition)
-        return pc.fill_null(mask, _FALSE)  # SQL: a NULL condition does not match
+            mask &= condition
+        return mask

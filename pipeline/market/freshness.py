@@ -7,6 +7,11 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from pipeline.settings import Settings
 from scrapers import PROVIDERS
 from scrapers.base import is_rate_source
@@ -19,6 +24,8 @@ __all__ = [
     "provider_freshness",
     "provider_status",
     "rate_is_stale",
+    "rate_stale_rows",
+    "stored_rate_dates",
 ]
 
 MAX_RATE_AGE = timedelta(days=7)
@@ -31,6 +38,15 @@ def rate_is_stale(offer: dict[str, Any]) -> bool:
     if fx_date is None or observed_at is None:
         return False
     return bool(observed_at.date() - fx_date > MAX_RATE_AGE)
+
+
+def rate_stale_rows(table: pa.Table) -> npt.NDArray[np.bool_]:
+    """`rate_is_stale` of every row of `table` (its `fx_date` and `observed_at` columns) at once."""
+    observed_on = pc.cast(pc.cast(table["observed_at"], pa.timestamp("us")), pa.date32())
+    days = pc.days_between(table["fx_date"], observed_on)
+    stale = pc.fill_null(pc.greater(days, MAX_RATE_AGE.days), False)
+    return np.asarray(stale.to_numpy(zero_copy_only=False), dtype=np.bool_)
+
 
 @dataclass(frozen=True, slots=True)
 class ProviderFreshness:
@@ -59,6 +75,12 @@ def provider_status(warehouse: Warehouse) -> list[dict[str, Any]]:
         return q.provider_status(cur)
 
 
+def stored_rate_dates(warehouse: Warehouse) -> dict[str, date]:
+    """Per rate source (the ECB), the date of its newest stored rate."""
+    with warehouse.cursor() as cur:
+        return latest_rate_dates(cur)
+
+
 def provider_freshness(
     warehouse: Warehouse,
     settings: Settings,
@@ -66,12 +88,13 @@ def provider_freshness(
     next_runs: Callable[[str], datetime | None] = lambda _name: None,
     providers: Sequence[str] | None = None,
     status: list[dict[str, Any]] | None = None,
+    rate_dates: dict[str, date] | None = None,
 ) -> list[ProviderFreshness]:
     """Freshness of every enabled provider (and any other that has stored runs), from `status`
-    (`provider_status` rows) when the caller already holds them."""
+    (`provider_status` rows) and `rate_dates` (`stored_rate_dates`) when the caller holds them."""
     rows = {row["provider"]: row for row in status or provider_status(warehouse)}
-    with warehouse.cursor() as cur:
-        rate_dates = latest_rate_dates(cur)
+    if rate_dates is None:
+        rate_dates = stored_rate_dates(warehouse)
     names = list(dict.fromkeys([*(providers or settings.providers), *rows]))
     result = []
     for name in names:
@@ -79,11 +102,7 @@ def provider_freshness(
         observed_at = row.get("observed_at")
         threshold = settings.stale_threshold(name)
         age = (now - observed_at) if observed_at else None
-        stale = (
-            age is None
-            or age > threshold
-            or row.get("last_status") == "failed"
-        )
+        stale = age is None or age > threshold or row.get("last_status") == "failed"
         result.append(
             ProviderFreshness(
                 provider=name,

@@ -4,10 +4,10 @@
 `OfferServer` instead: the one place current offers are served from, with one cache. It holds,
 for the snapshots in force, each provider's status (read once per burst), the current offers in
 memory (`warehouse.current.CurrentOffers`, which evaluates the same `OfferFilters` as the SQL
-and is property-tested against it), each offer's JSON as the front end encodes it (made the
-first time an answer holds the offer: `encoded`), and whatever the front end derives from them
-(serialised pages), all dropped together when a provider's snapshot changes. A new question is
-then a selection over Arrow columns plus a join of bytes already made.
+and is property-tested against it), every offer's JSON as the front end writes it (made once,
+off the event loop, when the copy is read: `encoded`), and whatever the front end derives from
+them (serialised pages), all dropped together when a provider's snapshot changes. A new
+question is then a selection over NumPy arrays plus a join of bytes already made.
 """
 
 from __future__ import annotations
@@ -17,16 +17,19 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, TypeVar
 
-import pyarrow as pa
+import numpy as np
+import numpy.typing as npt
 
 from pipeline.market.freshness import (
     ProviderFreshness,
     provider_freshness,
     provider_status,
     rate_is_stale,
+    rate_stale_rows,
+    stored_rate_dates,
     within_max_age,
 )
 from pipeline.market.history import check_as_of, snapshots_as_of
@@ -47,8 +50,8 @@ DERIVED_KEPT = 512
 """Derived answers (e.g. serialised pages) kept per snapshot version, least recently used out."""
 ENCODED_CHUNK = 1024
 """Offers joined per piece of an encoded answer (an NDJSON stream sends it as it goes)."""
-RowEncoder = Callable[[list[dict[str, Any]]], list[bytes]]
-"""The front end's JSON of each offer, one object per row, without the `stale` key."""
+ENCODE_ROWS = 4096
+"""Offers read into Python and encoded per step when a copy's JSON is made."""
 _STALE = {True: b',"stale":true}', False: b',"stale":false}'}
 
 
@@ -59,12 +62,49 @@ class OffersAnswer:
 
 
 @dataclass(frozen=True, slots=True)
+class RowEncoder:
+    """How a front end writes offers as JSON: the row keys it reads, in order, and the
+    function that writes each row as one JSON object (without `stale`: the server adds it)."""
+
+    columns: tuple[str, ...]
+    encode: Callable[[list[dict[str, Any]]], list[bytes]]
+
+
+@dataclass(frozen=True, slots=True)
 class EncodedAnswer:
-    """An answer's offers as JSON objects (each with `stale`), in pieces, made as they are read."""
+    """An answer's offers as JSON objects made before (each without its closing brace, in the
+    answer's order) and whether each is stale: `array()` joins them, `pieces()` streams them."""
 
     count: int
     providers: list[ProviderFreshness]
-    pieces: Iterator[list[bytes]]
+    rows: list[bytes]
+    stale: npt.NDArray[np.bool_]
+
+    def array(self) -> bytes:
+        """The offers as one JSON array, each object with its `stale` key last."""
+        if not self.rows:
+            return b"[]"
+        if not self.stale.any() or self.stale.all():  # one ending for every object
+            end = _STALE[bool(self.stale[0])]
+            return b"[" + (end + b",").join(self.rows) + end + b"]"
+        return b"[" + b",".join(b",".join(piece) for piece in self.pieces()) + b"]"
+
+    def pieces(self) -> Iterator[list[bytes]]:
+        """The objects, `ENCODED_CHUNK` at a time (an NDJSON stream sends them as it goes)."""
+        for start in range(0, self.count, ENCODED_CHUNK):
+            stale = self.stale[start : start + ENCODED_CHUNK].tolist()
+            rows = self.rows[start : start + ENCODED_CHUNK]
+            yield [row + _STALE[s] for row, s in zip(rows, stale, strict=True)]
+
+
+@dataclass(slots=True)
+class _Encoded:
+    """Every offer of one copy as JSON (without its closing brace), by position, and whether
+    its exchange rate makes it stale (`rate_is_stale`, fixed for the snapshot)."""
+
+    encoder: RowEncoder
+    rows: list[bytes]
+    rate_stale: npt.NDArray[np.bool_]
 
 
 def _within_max_age(
@@ -145,12 +185,14 @@ class _Snapshots:
     """What was read for one version of the snapshots in force."""
 
     status: list[dict[str, Any]]
+    rate_dates: dict[str, date]
     read_at: float
     generation: int
     copy: CurrentOffers | None = None
-    encoded: list[bytes | None] | None = None
-    """Each offer of `copy` (by position) as JSON without its closing brace, once made."""
+    encoded: _Encoded | None = None
     derived: OrderedDict[Hashable, Any] | None = None
+    freshness: tuple[datetime, list[ProviderFreshness]] | None = None
+    """The last freshness made from this read, and for which second."""
 
     @property
     def version(self) -> tuple[tuple[str, str | None], ...]:
@@ -180,6 +222,12 @@ class OfferServer:
         """Whether the status needs no read now."""
         return self._fresh() is not None
 
+    def ready(self, encoder: RowEncoder) -> bool:
+        """Whether the snapshots in force are read, held in memory and written by `encoder`:
+        a question is then a selection over arrays and a join of bytes, nothing more."""
+        held = self._fresh()
+        return held is not None and held.encoded is not None and held.encoded.encoder is encoder
+
     def peek(self, key: Hashable) -> Any | None:
         """What `derived(key, ...)` holds for the snapshots in force, reading nothing; else None."""
         held = self._fresh()
@@ -193,10 +241,10 @@ class OfferServer:
         if held is not None:
             return held
         generation, read_at = self.warehouse.generation, time.monotonic()
-        status = provider_status(self.warehouse)
+        status, rate_dates = provider_status(self.warehouse), stored_rate_dates(self.warehouse)
         with self._lock:
             previous = self._held
-            fresh = _Snapshots(status, read_at, generation)
+            fresh = _Snapshots(status, rate_dates, read_at, generation)
             if previous is not None and previous.version == fresh.version:
                 fresh.copy, fresh.derived = previous.copy, previous.derived  # same snapshots
                 fresh.encoded = previous.encoded
@@ -206,8 +254,19 @@ class OfferServer:
     def freshness(
         self, now: datetime, next_runs: Callable[[str], datetime | None] = lambda _name: None
     ) -> list[ProviderFreshness]:
-        status = self._snapshots().status
-        return provider_freshness(self.warehouse, self.settings, now, next_runs, status=status)
+        """Each provider's freshness at `now`, from the runs read for this burst: made once a
+        second (ages and next runs as of the first ask in that second)."""
+        held = self._snapshots()
+        key = now.replace(microsecond=0)
+        made = held.freshness
+        if made is not None and made[0] == key:
+            return made[1]
+        result = provider_freshness(
+            self.warehouse, self.settings, now, next_runs, status=held.status,
+            rate_dates=held.rate_dates,
+        )  # fmt: skip
+        held.freshness = (key, result)
+        return result
 
     def version(self) -> Hashable:
         """Names each provider's snapshot in force: equal versions, equal current offers."""
@@ -221,9 +280,24 @@ class OfferServer:
                 if copy is None:
                     with self.warehouse.cursor() as cur:
                         copy = CurrentOffers.load(cur, held.version, filters.gpu_figures)
-                    held.encoded = [None] * copy.size
                     held.copy = copy
         return copy
+
+    def _encoded(self, held: _Snapshots, copy: CurrentOffers, encoder: RowEncoder) -> _Encoded:
+        """Every offer of `copy` as `encoder` writes it: made once per copy (off the event
+        loop: the first question after a snapshot changes waits for it)."""
+        made = held.encoded
+        if made is None or made.encoder is not encoder:
+            with self._lock:
+                made = held.encoded
+                if made is None or made.encoder is not encoder:
+                    rows: list[bytes] = []
+                    for start in range(0, copy.size, ENCODE_ROWS):
+                        at = np.arange(start, min(copy.size, start + ENCODE_ROWS))
+                        written = encoder.encode(copy.rows_at(at, list(encoder.columns)))
+                        rows += [raw[:-1] for raw in written]  # without "}": `stale` goes last
+                    made = held.encoded = _Encoded(encoder, rows, rate_stale_rows(copy.table))
+        return made
 
     def offers(self, query: OfferQuery) -> list[dict[str, Any]]:
         """`current_offers(warehouse, query)`, from memory where the copy answers the filters."""
@@ -236,44 +310,30 @@ class OfferServer:
         self,
         query: OfferQuery,
         freshness: Sequence[ProviderFreshness],
-        encode: RowEncoder,
+        encoder: RowEncoder,
         max_age: timedelta | None = None,
     ) -> EncodedAnswer | None:
-        """The answer of `answer` with its offers as JSON, each encoded once per snapshot;
-        None where the in-memory copy does not answer the filters (`as_of`, `region`)."""
+        """The answer of `answer` with its offers as `encoder` writes them, each written once
+        per snapshot; None where the in-memory copy does not answer the filters (`as_of`,
+        `region`)."""
         if query.as_of is not None or query.region is not None:
             return None
         restricted = _within_max_age(query, freshness, max_age)
         if restricted is None:
-            return EncodedAnswer(0, [], iter(()))
+            return EncodedAnswer(0, [], [], np.zeros(0, np.bool_))
         filters = restricted.filters()
         held = self._snapshots()
         copy = self._copy(held, filters)
-        cache = held.encoded
-        assert cache is not None
+        made = self._encoded(held, copy, encoder)
         positions = copy.select(filters)
-        drawn = copy.distinct_at("provider", positions)
-        stale = {f.provider for f in freshness if f.stale}
-
-        def pieces() -> Iterator[list[bytes]]:
-            for start in range(0, len(positions), ENCODED_CHUNK):
-                piece = positions[start : start + ENCODED_CHUNK]
-                ids = piece.to_pylist()
-                missing = [p for p in ids if cache[p] is None]
-                if missing:
-                    made = encode(copy.rows_at(pa.array(missing, pa.int64())))
-                    for p, raw in zip(missing, made, strict=True):
-                        cache[p] = raw[:-1]  # without "}": `stale` goes last
-                providers = copy.values_at("provider", piece)
-                yield [
-                    cache[p] + _STALE[name in stale]  # type: ignore[operator]
-                    for p, name in zip(ids, providers, strict=True)
-                ]
-
-        return EncodedAnswer(
-            len(positions), _reported(freshness, drawn | set(restricted.providers),
-                                      restricted.providers), pieces()
-        )  # fmt: skip
+        codes, names = copy.codes("provider")
+        stale_providers = {f.provider for f in freshness if f.stale}
+        provider_stale = np.array([name in stale_providers for name in names] + [False])
+        stale = provider_stale[codes[positions]] | made.rate_stale[positions]
+        rows = list(map(made.rows.__getitem__, positions.tolist()))
+        drawn = copy.distinct_at("provider", positions) | set(restricted.providers)
+        providers = _reported(freshness, drawn, restricted.providers)
+        return EncodedAnswer(len(rows), providers, rows, stale)
 
     def answer(
         self,
@@ -286,8 +346,11 @@ class OfferServer:
             self.warehouse, self.settings, query, now, freshness, max_age, offers=self.offers
         )
 
-    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
-        """`compute()`, kept with the snapshots in force (recomputed once they change)."""
+    def derived(
+        self, key: Hashable, compute: Callable[[], T], keep: Callable[[T], bool] = lambda _v: True
+    ) -> T:
+        """`compute()`, kept with the snapshots in force (recomputed once they change) where
+        `keep` says so (e.g. only small pages)."""
         held = self._snapshots()
         with self._lock:
             if held.derived is None:
@@ -296,6 +359,8 @@ class OfferServer:
                 held.derived.move_to_end(key)
                 return held.derived[key]  # type: ignore[no-any-return]
         value = compute()
+        if not keep(value):
+            return value
         with self._lock:
             held.derived[key] = value
             while len(held.derived) > DERIVED_KEPT:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+
+import orjson
 
 from pipeline.collection.collect import run_collection
 from pipeline.market.offers import OfferQuery, current_offers
-from pipeline.market.serving import OfferServer
+from pipeline.market.serving import OfferServer, RowEncoder, answer_offers
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES, OBSERVED_AT
+from tests.pipeline.test_eu_clouds import collect
 
 
 def _collect(warehouse, provider, fixture, at):
@@ -47,3 +50,25 @@ def test_derived_answers_last_as_long_as_the_snapshots(warehouse, db_path):
     _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT + timedelta(minutes=1))
     assert server.peek("k") is None
     assert server.derived("k", lambda: made.append(1) or len(made)) == 2
+
+
+def test_an_encoded_answer_marks_offers_stale_as_answer_offers_does(warehouse):
+    collect(warehouse, ["ecb"], ecb=FIXTURES / "ecb_eurofxref_hist_90d.xml")
+    collect(warehouse, ["hetzner"], at=datetime(2026, 11, 25, 12, tzinfo=UTC))  # a 9-day-old rate
+    collect(warehouse, ["verda"], at=datetime(2026, 11, 25, 12, tzinfo=UTC))  # USD: no rate
+    settings = Settings(providers=["hetzner", "verda"], scheduler=False)
+    now = datetime(2026, 11, 25, 12, 5, tzinfo=UTC)
+    server = OfferServer(warehouse, settings)
+    freshness = server.freshness(now)
+    expected = answer_offers(warehouse, settings, OfferQuery(), now, freshness).offers
+    encoder = RowEncoder(("provider", "offer_id"), lambda rows: [orjson.dumps(r) for r in rows])
+    answer = server.encoded(OfferQuery(), freshness, encoder)
+    assert answer is not None and answer.count == len(expected)
+    got = orjson.loads(answer.array())
+    assert [(o["offer_id"], o["stale"]) for o in got] == [
+        (o["offer_id"], o["stale"]) for o in expected
+    ]
+    assert {o["provider"] for o in got if o["stale"]} == {"hetzner"}
+    assert {o["provider"] for o in got if not o["stale"]} == {"verda"}
+    streamed = [o for piece in answer.pieces() for o in map(orjson.loads, piece)]
+    assert streamed == got

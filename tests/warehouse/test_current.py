@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
@@ -89,3 +91,10 @@ def copy(stored: Warehouse) -> CurrentOffers:
 def test_any_filters_and_sort_give_the_rows_latest_offers_gives(stored, copy, wanted):
     with stored.cursor() as cur:
         assert copy.rows(wanted) == latest_offers(cur, wanted)
+
+
+@settings(max_examples=100, deadline=None)
+@given(wanted=filters)
+def test_reading_candidates_a_few_at_a_time_gives_the_same_rows(stored, copy, wanted):
+    with patch("warehouse.current._FIRST_STEP", 3):  # steps of 3, 6, 12... rows (4 x limit)
+        assert copy.rows(wanted) == copy.rows(replace(wanted, limit=None))[: wanted.limit]

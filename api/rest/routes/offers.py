@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from functools import lru_cache, partial
 from typing import Annotated, Any
 
+import orjson
 from fastapi import APIRouter, Depends, Header, Query, Response
 from fastapi.responses import StreamingResponse
 from pydantic import Field, TypeAdapter, ValidationError
@@ -16,7 +18,7 @@ from api.rest.schemas import OfferOut, OffersPage, ProviderFreshnessOut
 from pipeline.errors import PipelineError
 from pipeline.market.freshness import ProviderFreshness
 from pipeline.market.offers import OfferQuery
-from pipeline.market.serving import EncodedAnswer, OffersAnswer, OfferServer
+from pipeline.market.serving import OffersAnswer, OfferServer, RowEncoder
 from pipeline.timeparse import Duration
 
 router = APIRouter(prefix="/offers", tags=["offers"])
@@ -82,15 +84,22 @@ async def list_offers(
     query = query.model_copy(update={"limit": query.limit or MAX_OFFERS_PAGE})
     if query.max_age is None and query.as_of is None:
         return await _current_page(server, clock, freshness, query, offload)
-    answer = await offload(server.encoded, query, freshness, _encode, query.max_age)
+    answer = await offload(server.encoded, query, freshness, OFFER_JSON, query.max_age)
     if answer is not None:
-        return _page(*await offload(_joined, answer), answer.providers)
+        return _page(await offload(answer.array), answer.count, answer.providers)
     rows = await offload(server.answer, query, clock(), freshness, query.max_age)
     offers_json, count, _drawn = await offload(_offers_part, rows, query)
     return _page(offers_json, count, rows.providers)
 
 
 _OfferPart = tuple[bytes, int, frozenset[str]]
+KEPT_PAGE_ROWS = 1000
+"""Pages of at most this many offers are joined on the event loop and kept for the snapshot; a
+larger one is joined anew, in a worker thread."""
+
+
+def _small(part: _OfferPart) -> bool:
+    return part[1] <= KEPT_PAGE_ROWS
 
 
 async def _current_page(
@@ -107,7 +116,11 @@ async def _current_page(
     part = server.peek(key)
     if part is None:
         now = clock()
-        part = await offload(server.derived, key, lambda: _part(server, query, now, freshness))
+        made = partial(server.derived, key, lambda: _part(server, query, now, freshness), _small)
+        # Once the offers' JSON is made, a page of a few hundred offers is a selection over
+        # arrays and a join of a few hundred KB: done here, quicker than a thread's round trip
+        inline = server.ready(OFFER_JSON) and (query.limit or 0) <= KEPT_PAGE_ROWS
+        part = made() if inline else await offload(made)
     offers_json, count, drawn = part
     providers = [f for f in freshness if f.provider in drawn or not query.providers]
     return _page(offers_json, count, providers)
@@ -162,24 +175,25 @@ class OffersFastPath:
             return None
 
 
-def _encode(rows: list[dict[str, Any]]) -> list[bytes]:
-    """Each offer as `OfferOut` JSON without `stale` (the server adds it last)."""
-    return [_OFFER.dump_json(_OFFER.validate_python(row), exclude={"stale"}) for row in rows]
+def _write_rows(rows: list[dict[str, Any]]) -> list[bytes]:
+    """Each row (the columns of `OFFER_JSON`) as `OfferOut` serializes it, without `stale`:
+    orjson writes the same bytes five times faster (tests/api/routes/test_offers_json.py holds
+    it to pydantic's on recorded answers)."""
+    return [orjson.dumps(row, option=orjson.OPT_UTC_Z) for row in rows]
 
 
-def _joined(answer: EncodedAnswer) -> tuple[bytes, int]:
-    return b"[" + b",".join(b",".join(piece) for piece in answer.pieces) + b"]", answer.count
+OFFER_JSON = RowEncoder(tuple(f for f in OfferOut.model_fields if f != "stale"), _write_rows)
+"""How `/offers` writes an offer; the server writes each current offer once per snapshot."""
 
 
 def _part(
     server: OfferServer, query: OfferQuery, now: datetime, freshness: list[ProviderFreshness]
 ) -> _OfferPart:
     """The page's offers as JSON, how many, and the providers it reports on."""
-    answer = server.encoded(query, freshness, _encode)
+    answer = server.encoded(query, freshness, OFFER_JSON)
     if answer is None:  # region: asked of the warehouse
         return _offers_part(server.answer(query, now, freshness), query)
-    offers_json, count = _joined(answer)
-    return offers_json, count, frozenset(f.provider for f in answer.providers)
+    return answer.array(), answer.count, frozenset(f.provider for f in answer.providers)
 
 
 def _offers_part(answer: OffersAnswer, query: OfferQuery) -> _OfferPart:
@@ -201,9 +215,9 @@ async def _stream(
     offload: Offload,
 ) -> StreamingResponse:
     """Every matching offer (or `limit`), one JSON object per line, as it is made."""
-    answer = await offload(server.encoded, query, freshness, _encode, query.max_age)
+    answer = await offload(server.encoded, query, freshness, OFFER_JSON, query.max_age)
     if answer is not None:
-        lines: Iterator[bytes] = (b"\n".join(piece) + b"\n" for piece in answer.pieces if piece)
+        lines: Iterator[bytes] = (b"\n".join(piece) + b"\n" for piece in answer.pieces())
     else:
         rows = (await offload(server.answer, query, clock(), freshness, query.max_age)).offers
         lines = (
@@ -214,6 +228,11 @@ async def _stream(
     return StreamingResponse(lines, media_type=NDJSON)
 
 
+@lru_cache(maxsize=64)  # a burst's pages report the same few freshness lists (made per second)
+def _providers_json(providers: tuple[ProviderFreshness, ...]) -> bytes:
+    return _PROVIDERS.dump_json(_PROVIDERS.validate_python(providers, from_attributes=True))
+
+
 def _page(offers_json: bytes, count: int, providers: list[ProviderFreshness]) -> Response:
     """`OffersPage` as pydantic serializes it, from the offers already serialized."""
     body = b"".join(
@@ -221,7 +240,7 @@ def _page(offers_json: bytes, count: int, providers: list[ProviderFreshness]) ->
             b'{"offers":',
             offers_json,
             b',"count":%d,"providers":' % count,
-            _PROVIDERS.dump_json(_PROVIDERS.validate_python(providers, from_attributes=True)),
+            _providers_json(tuple(providers)),
             b"}",
         ]
     )
