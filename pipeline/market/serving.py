@@ -73,7 +73,8 @@ class RowEncoder:
 @dataclass(frozen=True, slots=True)
 class EncodedAnswer:
     """An answer's offers as JSON objects made before (each without its closing brace, in the
-    answer's order) and whether each is stale: `array()` joins them, `pieces()` streams them."""
+    answer's order) and whether each is stale: `array()` joins them (or `array_pieces()`, a
+    piece at a time), `pieces()` streams them as NDJSON lines."""
 
     count: int
     providers: list[ProviderFreshness]
@@ -82,12 +83,28 @@ class EncodedAnswer:
 
     def array(self) -> bytes:
         """The offers as one JSON array, each object with its `stale` key last."""
-        if not self.rows:
-            return b"[]"
-        if not self.stale.any() or self.stale.all():  # one ending for every object
-            end = _STALE[bool(self.stale[0])]
-            return b"[" + (end + b",").join(self.rows) + end + b"]"
-        return b"[" + b",".join(b",".join(piece) for piece in self.pieces()) + b"]"
+        return b"".join(self.array_pieces(max(1, self.count)))
+
+    def array_size(self) -> int:
+        """How many bytes `array()` makes, without making it."""
+        stale = int(self.stale.sum())
+        ends = stale * len(_STALE[True]) + (self.count - stale) * len(_STALE[False])
+        return 2 + sum(map(len, self.rows)) + ends + max(0, self.count - 1)
+
+    def array_pieces(self, rows_per_piece: int) -> Iterator[bytes]:
+        """`array()` in pieces of `rows_per_piece` objects, each made as it is asked for."""
+        yield b"["
+        uniform = not self.stale.any() or self.stale.all()  # one ending for every object
+        for start in range(0, self.count, rows_per_piece):
+            rows = self.rows[start : start + rows_per_piece]
+            if uniform:
+                end = _STALE[bool(self.stale[0])]
+                piece = (end + b",").join(rows) + end
+            else:
+                stale = self.stale[start : start + rows_per_piece].tolist()
+                piece = b",".join([row + _STALE[s] for row, s in zip(rows, stale, strict=True)])
+            yield b"," + piece if start else piece
+        yield b"]"
 
     def pieces(self) -> Iterator[list[bytes]]:
         """The objects, `ENCODED_CHUNK` at a time (an NDJSON stream sends them as it goes)."""
@@ -206,6 +223,7 @@ class OfferServer:
         self.warehouse = warehouse
         self.settings = settings
         self._lock = threading.Lock()
+        self._reading = threading.Lock()
         self._held: _Snapshots | None = None
 
     def _fresh(self) -> _Snapshots | None:
@@ -240,6 +258,13 @@ class OfferServer:
         held = self._fresh()
         if held is not None:
             return held
+        with self._reading:  # one read per burst: the others wait for it
+            held = self._fresh()
+            if held is not None:
+                return held
+            return self._read()
+
+    def _read(self) -> _Snapshots:
         generation, read_at = self.warehouse.generation, time.monotonic()
         status, rate_dates = provider_status(self.warehouse), stored_rate_dates(self.warehouse)
         with self._lock:

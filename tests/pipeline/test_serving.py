@@ -72,3 +72,6 @@ def test_an_encoded_answer_marks_offers_stale_as_answer_offers_does(warehouse):
     assert {o["provider"] for o in got if not o["stale"]} == {"verda"}
     streamed = [o for piece in answer.pieces() for o in map(orjson.loads, piece)]
     assert streamed == got
+    for rows_per_piece in (1, 2, 1000):
+        assert b"".join(answer.array_pieces(rows_per_piece)) == answer.array()
+    assert answer.array_size() == len(answer.array())

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from functools import lru_cache, partial
@@ -9,6 +10,7 @@ import orjson
 from fastapi import APIRouter, Depends, Header, Query, Response
 from fastapi.responses import StreamingResponse
 from pydantic import Field, TypeAdapter, ValidationError
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -18,7 +20,7 @@ from api.rest.schemas import OfferOut, OffersPage, ProviderFreshnessOut
 from pipeline.errors import PipelineError
 from pipeline.market.freshness import ProviderFreshness
 from pipeline.market.offers import OfferQuery
-from pipeline.market.serving import OffersAnswer, OfferServer, RowEncoder
+from pipeline.market.serving import EncodedAnswer, OffersAnswer, OfferServer, RowEncoder
 from pipeline.timeparse import Duration
 
 router = APIRouter(prefix="/offers", tags=["offers"])
@@ -93,6 +95,8 @@ async def list_offers(
 
 
 _OfferPart = tuple[bytes, int, frozenset[str]]
+PIECE_ROWS = 256
+"""Offers per piece of a large page (about 200 KB)."""
 KEPT_PAGE_ROWS = 1000
 """Pages of at most this many offers are joined on the event loop and kept for the snapshot; a
 larger one is joined anew, in a worker thread."""
@@ -116,24 +120,28 @@ async def _current_page(
     part = server.peek(key)
     if part is None:
         now = clock()
+        # Once the offers' JSON is made, a page is a selection over arrays and a join of bytes:
+        # done here (quicker than a thread's round trip), a large page a piece at a time
+        in_memory = server.ready(OFFER_JSON) and query.region is None
+        if in_memory and (query.limit or 0) > KEPT_PAGE_ROWS:
+            answer = server.encoded(query, freshness, OFFER_JSON)
+            assert answer is not None  # the copy answers every filter but `region`
+            return _PageInPieces(answer)
         made = partial(server.derived, key, lambda: _part(server, query, now, freshness), _small)
-        # Once the offers' JSON is made, a page of a few hundred offers is a selection over
-        # arrays and a join of a few hundred KB: done here, quicker than a thread's round trip
-        inline = server.ready(OFFER_JSON) and (query.limit or 0) <= KEPT_PAGE_ROWS
-        part = made() if inline else await offload(made)
+        part = made() if in_memory else await offload(made)
     offers_json, count, drawn = part
     providers = [f for f in freshness if f.provider in drawn or not query.providers]
     return _page(offers_json, count, providers)
 
 
 class OffersFastPath:
-    """`GET /offers` for the common question (current offers, a JSON page, the runs just read
-    still in force) answered before FastAPI's routing and dependencies, by the route's own
-    `_current_page`: their per-request cost was a third of a new question's.
+    """`GET /offers` for the common question (current offers, a JSON page) answered before
+    FastAPI's routing and dependencies, by the route's own `_current_page`: their per-request
+    cost was a third of a new question's.
 
     Anything else (a parameter the model refuses, `as_of`, `max_age`, NDJSON, an unknown GPU
-    or provider, the first request of a burst) goes on to the route, which answers or refuses
-    it as always.
+    or provider, the app's first request) goes on to the route, which answers or refuses it
+    as always.
     """
 
     def __init__(self, app: ASGIApp) -> None:
@@ -152,7 +160,7 @@ class OffersFastPath:
         state = scope["app"].state
         server: OfferServer | None = getattr(state, "offer_server", None)
         offload: Offload | None = getattr(state, "offload", None)
-        if server is None or offload is None or not server.warm():
+        if server is None or offload is None:
             return None
         if any(name == b"accept" and NDJSON.encode() in value for name, value in scope["headers"]):
             return None
@@ -168,7 +176,10 @@ class OffersFastPath:
         query = query.model_copy(update={"limit": query.limit or MAX_OFFERS_PAGE})
         collector = state.collector
         next_runs = collector.next_run_at if collector is not None else (lambda _name: None)
-        freshness = server.freshness(state.clock(), next_runs)
+        if server.warm():
+            freshness = server.freshness(state.clock(), next_runs)
+        else:  # the runs are read again (once a second at most): off the event loop
+            freshness = await run_in_threadpool(server.freshness, state.clock(), next_runs)
         try:
             return await _current_page(server, state.clock, freshness, query, offload)
         except PipelineError:  # the route says why, as a problem detail
@@ -233,15 +244,35 @@ def _providers_json(providers: tuple[ProviderFreshness, ...]) -> bytes:
     return _PROVIDERS.dump_json(_PROVIDERS.validate_python(providers, from_attributes=True))
 
 
+_PAGE_HEAD = b'{"offers":'
+
+
+def _page_tail(count: int, providers: list[ProviderFreshness]) -> bytes:
+    return b',"count":%d,"providers":%s}' % (count, _providers_json(tuple(providers)))
+
+
 def _page(offers_json: bytes, count: int, providers: list[ProviderFreshness]) -> Response:
     """`OffersPage` as pydantic serializes it, from the offers already serialized."""
-    body = b"".join(
-        [
-            b'{"offers":',
-            offers_json,
-            b',"count":%d,"providers":' % count,
-            _providers_json(tuple(providers)),
-            b"}",
-        ]
-    )
+    body = b"".join([_PAGE_HEAD, offers_json, _page_tail(count, providers)])
     return Response(body, media_type="application/json")
+
+
+class _PageInPieces(Response):
+    """`OffersPage` of a large answer sent a piece at a time from the event loop: each piece a
+    bounded join of offers written before, other requests (`/healthz`) served between them."""
+
+    media_type = "application/json"
+
+    def __init__(self, answer: EncodedAnswer) -> None:
+        self.answer, self.status_code, self.background = answer, 200, None
+        self.tail = _page_tail(answer.count, answer.providers)
+        size = len(_PAGE_HEAD) + answer.array_size() + len(self.tail)
+        self.init_headers({"content-length": str(size)})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+        await send({"type": "http.response.body", "body": _PAGE_HEAD, "more_body": True})
+        for piece in self.answer.array_pieces(PIECE_ROWS):
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+            await asyncio.sleep(0)  # let the loop serve others between pieces
+        await send({"type": "http.response.body", "body": self.tail, "more_body": False})

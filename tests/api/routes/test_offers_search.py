@@ -11,6 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
+from api.rest.routes.offers import OFFER_JSON
 from pipeline.settings import Settings
 from tests.search_market import collect_market
 from warehouse.offers import SORT_FIELDS
@@ -214,3 +215,16 @@ def test_exports_take_the_same_search(client):
     assert {r["nvlink"] for r in rows} == {"true"} and all(r["price_per_pflop_hour"] for r in rows)
     prices = [float(r["price_per_hour"]) for r in rows]
     assert prices == sorted(prices, reverse=True)
+
+
+def test_a_large_page_sent_in_pieces_is_the_page_a_small_one_begins(client):
+    small = client.get("/offers", params={"include_unavailable": "true", "limit": 1000})
+    large = client.get("/offers", params={"include_unavailable": "true", "limit": 10_000})
+    assert client.app.state.offer_server.ready(OFFER_JSON)  # answered from memory, in pieces
+    assert int(large.headers["content-length"]) == len(large.content)
+    whole, first = large.json(), small.json()
+    assert whole["count"] == len(whole["offers"]) > 100
+    assert whole["offers"][: first["count"]] == first["offers"]
+    assert whole["providers"] == first["providers"]
+    head = client.head("/offers", params={"include_unavailable": "true", "limit": 10_000})
+    assert head.status_code == 200 and head.content == b""
