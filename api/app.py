@@ -80,6 +80,8 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,  # served below from local files: the docs work offline
         redoc_url=None,
+        # Off unless asked for: enabled or not, it looks up the global providers per request
+        telemetry=dict.fromkeys(("tracing", "metrics", "logs"), settings.opentelemetry),
     )
     app.state.settings = settings
     app.state.clock = clock

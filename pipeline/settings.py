@@ -111,6 +111,11 @@ class Settings(BaseSettings):
     )
     jitter_s: int = Field(default=30, ge=0, description="Random delay added to each run (s)")
     scheduler: bool = Field(default=True, description="Collect on schedule inside `serve`")
+    opentelemetry: bool = Field(
+        default=False,
+        description="FastAPI's native OpenTelemetry (request traces, metrics and logs to the "
+        "globally configured providers); off, it costs nothing per request",
+    )
     retention: Duration = Field(
         default=timedelta(days=90), description="Raw observations older than this are pruned"
     )
