@@ -16,7 +16,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -122,6 +122,7 @@ class _Encoded:
     encoder: RowEncoder
     rows: list[bytes]
     rate_stale: npt.NDArray[np.bool_]
+    stale_of_providers: dict[frozenset[str], npt.NDArray[np.bool_]] = field(default_factory=dict)
 
 
 def _within_max_age(
@@ -352,8 +353,11 @@ class OfferServer:
         made = self._encoded(held, copy, encoder)
         positions = copy.select(filters)
         codes, names = copy.codes("provider")
-        stale_providers = {f.provider for f in freshness if f.stale}
-        provider_stale = np.array([name in stale_providers for name in names] + [False])
+        stale_providers = frozenset(f.provider for f in freshness if f.stale)
+        provider_stale = made.stale_of_providers.get(stale_providers)
+        if provider_stale is None:  # by provider code (the last: none), for this stale set
+            provider_stale = np.array([name in stale_providers for name in names] + [False])
+            made.stale_of_providers[stale_providers] = provider_stale
         stale = provider_stale[codes[positions]] | made.rate_stale[positions]
         rows = list(map(made.rows.__getitem__, positions.tolist()))
         drawn = copy.distinct_at("provider", positions) | set(restricted.providers)
@@ -371,11 +375,8 @@ class OfferServer:
             self.warehouse, self.settings, query, now, freshness, max_age, offers=self.offers
         )
 
-    def derived(
-        self, key: Hashable, compute: Callable[[], T], keep: Callable[[T], bool] = lambda _v: True
-    ) -> T:
-        """`compute()`, kept with the snapshots in force (recomputed once they change) where
-        `keep` says so (e.g. only small pages)."""
+    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """`compute()`, kept with the snapshots in force (recomputed once they change)."""
         held = self._snapshots()
         with self._lock:
             if held.derived is None:
@@ -384,8 +385,6 @@ class OfferServer:
                 held.derived.move_to_end(key)
                 return held.derived[key]  # type: ignore[no-any-return]
         value = compute()
-        if not keep(value):
-            return value
         with self._lock:
             held.derived[key] = value
             while len(held.derived) > DERIVED_KEPT:

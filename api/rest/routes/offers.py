@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from functools import lru_cache, partial
 from typing import Annotated, Any
 
 import orjson
@@ -96,14 +96,9 @@ async def list_offers(
 
 _OfferPart = tuple[bytes, int, frozenset[str]]
 PIECE_ROWS = 256
-"""Offers per piece of a large page (about 200 KB)."""
-KEPT_PAGE_ROWS = 1000
-"""Pages of at most this many offers are joined on the event loop and kept for the snapshot; a
-larger one is joined anew, in a worker thread."""
-
-
-def _small(part: _OfferPart) -> bool:
-    return part[1] <= KEPT_PAGE_ROWS
+"""Offers per piece of a page sent a piece at a time (about 200 KB)."""
+IN_ONE_PIECE_ROWS = 1000
+"""Pages of up to this many offers are sent whole; larger ones a piece at a time."""
 
 
 async def _current_page(
@@ -113,22 +108,22 @@ async def _current_page(
     query: OffersParams,
     offload: Offload,
 ) -> Response:
-    """The page of current offers: it depends only on the snapshots in force, the query and
-    which providers are stale, so a page asked again is joined here, on the event loop, from
-    the bytes made before; a new one is made off it."""
+    """The page of current offers. Once the offers' JSON is made for the snapshots in force,
+    a page is a selection over arrays and a join of bytes: made here, on the event loop
+    (quicker than a thread's round trip), a large one sent a piece at a time. Before that, and
+    for a `region` (answered by the warehouse), it is made in a worker thread and kept for the
+    snapshots in force, for the stale providers it was made with."""
+    if server.ready(OFFER_JSON) and query.region is None:
+        answer = server.encoded(query, freshness, OFFER_JSON)
+        assert answer is not None  # the copy answers every filter but `region`
+        if answer.count > IN_ONE_PIECE_ROWS:
+            return _PageInPieces(answer)
+        return _page(answer.array(), answer.count, answer.providers)
     key = (query, frozenset(f.provider for f in freshness if f.stale))
     part = server.peek(key)
     if part is None:
         now = clock()
-        # Once the offers' JSON is made, a page is a selection over arrays and a join of bytes:
-        # done here (quicker than a thread's round trip), a large page a piece at a time
-        in_memory = server.ready(OFFER_JSON) and query.region is None
-        if in_memory and (query.limit or 0) > KEPT_PAGE_ROWS:
-            answer = server.encoded(query, freshness, OFFER_JSON)
-            assert answer is not None  # the copy answers every filter but `region`
-            return _PageInPieces(answer)
-        made = partial(server.derived, key, lambda: _part(server, query, now, freshness), _small)
-        part = made() if in_memory else await offload(made)
+        part = await offload(server.derived, key, lambda: _part(server, query, now, freshness))
     offers_json, count, drawn = part
     providers = [f for f in freshness if f.provider in drawn or not query.providers]
     return _page(offers_json, count, providers)
@@ -239,16 +234,31 @@ async def _stream(
     return StreamingResponse(lines, media_type=NDJSON)
 
 
-@lru_cache(maxsize=64)  # a burst's pages report the same few freshness lists (made per second)
-def _providers_json(providers: tuple[ProviderFreshness, ...]) -> bytes:
-    return _PROVIDERS.dump_json(_PROVIDERS.validate_python(providers, from_attributes=True))
+_PROVIDERS_KEPT = 64
+_providers_made: OrderedDict[tuple[int, ...], tuple[tuple[ProviderFreshness, ...], bytes]] = (
+    OrderedDict()
+)
+
+
+def _providers_json(providers: Sequence[ProviderFreshness]) -> bytes:
+    """The freshness list as JSON, made once per list: a burst's pages report the same few
+    (the server makes them once a second). Kept by the objects' identity, with the objects
+    (so no other object takes an identity while it is kept)."""
+    key = tuple(map(id, providers))
+    made = _providers_made.get(key)
+    if made is None:
+        json = _PROVIDERS.dump_json(_PROVIDERS.validate_python(providers, from_attributes=True))
+        made = _providers_made[key] = (tuple(providers), json)
+        if len(_providers_made) > _PROVIDERS_KEPT:
+            _providers_made.popitem(last=False)
+    return made[1]
 
 
 _PAGE_HEAD = b'{"offers":'
 
 
 def _page_tail(count: int, providers: list[ProviderFreshness]) -> bytes:
-    return b',"count":%d,"providers":%s}' % (count, _providers_json(tuple(providers)))
+    return b',"count":%d,"providers":%s}' % (count, _providers_json(providers))
 
 
 def _page(offers_json: bytes, count: int, providers: list[ProviderFreshness]) -> Response:

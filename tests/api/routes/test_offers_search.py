@@ -225,6 +225,8 @@ def test_a_large_page_sent_in_pieces_is_the_page_a_small_one_begins(client):
     whole, first = large.json(), small.json()
     assert whole["count"] == len(whole["offers"]) > 100
     assert whole["offers"][: first["count"]] == first["offers"]
-    assert whole["providers"] == first["providers"]
+    assert [p["provider"] for p in whole["providers"]] == [
+        p["provider"] for p in first["providers"]
+    ]
     head = client.head("/offers", params={"include_unavailable": "true", "limit": 10_000})
     assert head.status_code == 200 and head.content == b""
