@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import datetime
 
 import httpx
 from fastapi import Depends, FastAPI
+from starlette.types import Receive, Scope, Send
 
 from api.rest.docs import install_offline_docs
 from api.rest.edge import BodyLimitMiddleware, HeadAsGetMiddleware, known_query_only
@@ -32,7 +34,27 @@ from pipeline.market.serving import OfferServer
 from pipeline.settings import Settings
 from warehouse import Warehouse
 
-__all__ = ["create_app"]
+__all__ = ["GpuPricesApp", "create_app"]
+
+logger = logging.getLogger(__name__)
+
+
+class GpuPricesApp(FastAPI):
+    """FastAPI, with `/offers`' common question answered before the middleware stack
+    (`offers.answer_common_question`); anything else, or anything that goes wrong there, takes
+    the whole way."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == "/offers":
+            try:
+                response = await offers.answer_common_question(self, scope)
+            except Exception:  # answered (or refused, as a problem detail) by the route
+                logger.exception("/offers fast path failed; the route answers")
+                response = None
+            if response is not None:
+                await response(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
 
 
 def create_app(
@@ -73,7 +95,7 @@ def create_app(
             if on_shutdown is not None:
                 on_shutdown()
 
-    app = FastAPI(
+    app = GpuPricesApp(
         title="gpuprices",
         summary="Where to fine-tune an LLM right now, and for how much.",
         version="0.1.0",
@@ -89,7 +111,6 @@ def create_app(
     app.state.collector = None
 
     install_problem_handlers(app)
-    app.add_middleware(offers.OffersFastPath)  # innermost: after HEAD became GET
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(HeadAsGetMiddleware)
     routers = (

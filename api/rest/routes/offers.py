@@ -7,12 +7,12 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import orjson
-from fastapi import APIRouter, Depends, Header, Query, Response
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Response
 from fastapi.responses import StreamingResponse
 from pydantic import Field, TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import QueryParams
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from api.rest.deps import ClockDep, FreshnessDep, OfferServerDep, Offload, OffloadDep
 from api.rest.parameters import MAX_OFFERS_PAGE, query_model
@@ -129,56 +129,41 @@ async def _current_page(
     return _page(offers_json, count, providers)
 
 
-class OffersFastPath:
-    """`GET /offers` for the common question (current offers, a JSON page) answered before
-    FastAPI's routing and dependencies, by the route's own `_current_page`: their per-request
-    cost was a third of a new question's.
+async def answer_common_question(app: FastAPI, scope: Scope) -> Response | None:
+    """`GET /offers` for the common question (current offers, a JSON page), answered before
+    the middleware stack, FastAPI's routing and dependencies (see `api.app.GpuPricesApp`), by
+    the route's own `_current_page`: their per-request cost was a third of a new question's.
 
-    Anything else (a parameter the model refuses, `as_of`, `max_age`, NDJSON, an unknown GPU
-    or provider, the app's first request) goes on to the route, which answers or refuses it
-    as always.
+    None for anything else (a parameter the model refuses, `as_of`, `max_age`, NDJSON, an
+    unknown GPU or provider, the app's first request): the route answers or refuses it.
     """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == "/offers":
-            response = await self._answer(scope)
-            if response is not None:
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-    @staticmethod
-    async def _answer(scope: Scope) -> Response | None:
-        state = scope["app"].state
-        server: OfferServer | None = getattr(state, "offer_server", None)
-        offload: Offload | None = getattr(state, "offload", None)
-        if server is None or offload is None:
-            return None
-        if any(name == b"accept" and NDJSON.encode() in value for name, value in scope["headers"]):
-            return None
-        params = QueryParams(scope["query_string"])
-        if not _OFFERS_NAMES.issuperset(params):  # the route names the unknown ones
-            return None
-        try:
-            query = _OFFERS_QUERY.parse(params)
-        except ValidationError:
-            return None
-        if query.max_age is not None or query.as_of is not None:
-            return None
-        query = query.model_copy(update={"limit": query.limit or MAX_OFFERS_PAGE})
-        collector = state.collector
-        next_runs = collector.next_run_at if collector is not None else (lambda _name: None)
-        if server.warm():
-            freshness = server.freshness(state.clock(), next_runs)
-        else:  # the runs are read again (once a second at most): off the event loop
-            freshness = await run_in_threadpool(server.freshness, state.clock(), next_runs)
-        try:
-            return await _current_page(server, state.clock, freshness, query, offload)
-        except PipelineError:  # the route says why, as a problem detail
-            return None
+    state = app.state
+    server: OfferServer | None = getattr(state, "offer_server", None)
+    offload: Offload | None = getattr(state, "offload", None)
+    if server is None or offload is None:
+        return None
+    if any(name == b"accept" and NDJSON.encode() in value for name, value in scope["headers"]):
+        return None
+    params = QueryParams(scope["query_string"])
+    if not _OFFERS_NAMES.issuperset(params):  # the route names the unknown ones
+        return None
+    try:
+        query = _OFFERS_QUERY.parse(params)
+    except ValidationError:
+        return None
+    if query.max_age is not None or query.as_of is not None:
+        return None
+    query = query.model_copy(update={"limit": query.limit or MAX_OFFERS_PAGE})
+    collector = state.collector
+    next_runs = collector.next_run_at if collector is not None else (lambda _name: None)
+    if server.warm():
+        freshness = server.freshness(state.clock(), next_runs)
+    else:  # the runs are read again (once a second at most): off the event loop
+        freshness = await run_in_threadpool(server.freshness, state.clock(), next_runs)
+    try:
+        return await _current_page(server, state.clock, freshness, query, offload)
+    except PipelineError:  # the route says why, as a problem detail
+        return None
 
 
 def _write_rows(rows: list[dict[str, Any]]) -> list[bytes]:
