@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin
+from urllib.parse import unquote_plus
 
 from fastapi import Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -22,6 +23,7 @@ __all__ = [
     "Names",
     "QueryModel",
     "query_model",
+    "query_pairs",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -49,12 +51,29 @@ def _inlined(schema: Any, defs: dict[str, Any]) -> Any:
     return schema
 
 
+def query_pairs(raw: bytes) -> list[tuple[str, str]]:
+    """The (name, value) pairs of a raw query string, as `QueryParams` reads them (latin-1
+    bytes, `+` and %-escapes decoded as UTF-8, blank values kept), in a third of its time."""
+    pairs = []
+    for part in raw.decode("latin-1").split("&"):
+        if part:
+            name, _, value = part.partition("=")
+            if "%" in part or "+" in part:
+                name, value = unquote_plus(name), unquote_plus(value)
+            pairs.append((name, value))
+    return pairs
+
+
 @dataclass(frozen=True, slots=True)
 class QueryModel(Generic[M]):
     """How a route reads `model` from its query string (see `query_model`)."""
 
     parse: Callable[[QueryParams], M]
     """The model from the parameters; `ValidationError` when they do not make one."""
+    parse_raw: Callable[[bytes], M | None]
+    """The model from a raw query string (ASGI's `query_string`), None when a name is not the
+    model's; `ValidationError` when the values do not make one. `parse` without building a
+    `QueryParams` (a third of the parsing time of a search)."""
     read: Callable[[Request], M]
     """The FastAPI dependency: `parse`, with a 422 naming the parameter otherwise."""
     openapi: dict[str, Any]
@@ -82,6 +101,18 @@ def query_model(model: type[M]) -> QueryModel[M]:
             {k: params.getlist(k) if k in lists else params[k] for k in params}
         )
 
+    def parse_raw(raw: bytes) -> M | None:
+        names = documented  # the names the route takes (`known_query_only`)
+        values: dict[str, Any] = {}
+        for name, value in query_pairs(raw):
+            if name not in names:
+                return None
+            if name in lists:
+                values.setdefault(name, []).append(value)
+            else:
+                values[name] = value
+        return model.model_validate(values)
+
     def read(request: Request) -> M:
         try:
             return parse(request.query_params)
@@ -91,6 +122,7 @@ def query_model(model: type[M]) -> QueryModel[M]:
             ) from None
 
     schema = model.model_json_schema(by_alias=True)
+    documented = frozenset(schema["properties"])
     defs = schema.get("$defs", {})
     required = set(schema.get("required", ()))
     parameters = []
@@ -102,4 +134,4 @@ def query_model(model: type[M]) -> QueryModel[M]:
         if description:
             parameter["description"] = description
         parameters.append(parameter)
-    return QueryModel(parse, read, {"parameters": parameters})
+    return QueryModel(parse, parse_raw, read, {"parameters": parameters})

@@ -11,7 +11,6 @@ from fastapi import APIRouter, Depends, FastAPI, Header, Query, Response
 from fastapi.responses import StreamingResponse
 from pydantic import Field, TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
-from starlette.datastructures import QueryParams
 from starlette.types import Receive, Scope, Send
 
 from api.rest.deps import ClockDep, FreshnessDep, OfferServerDep, Offload, OffloadDep
@@ -49,7 +48,6 @@ class OffersParams(OfferQuery):
 
 _OFFERS_QUERY = query_model(OffersParams)
 OffersParamsDep = Annotated[OffersParams, Depends(_OFFERS_QUERY.read)]
-_OFFERS_NAMES = frozenset(p["name"] for p in _OFFERS_QUERY.openapi["parameters"])
 OfferQueryDep = Annotated[OfferQuery, Query()]
 """The same filters without `max_age` and the page cap, for the exports."""
 
@@ -144,14 +142,11 @@ async def answer_common_question(app: FastAPI, scope: Scope) -> Response | None:
         return None
     if any(name == b"accept" and NDJSON.encode() in value for name, value in scope["headers"]):
         return None
-    params = QueryParams(scope["query_string"])
-    if not _OFFERS_NAMES.issuperset(params):  # the route names the unknown ones
-        return None
-    try:
-        query = _OFFERS_QUERY.parse(params)
+    try:  # an unknown name or a bad value: the route names them
+        query = _OFFERS_QUERY.parse_raw(scope["query_string"])
     except ValidationError:
         return None
-    if query.max_age is not None or query.as_of is not None:
+    if query is None or query.max_age is not None or query.as_of is not None:
         return None
     query = query.model_copy(update={"limit": query.limit or MAX_OFFERS_PAGE})
     collector = state.collector
