@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
@@ -87,6 +88,9 @@ Tokens = (
 )
 
 
+_WORKLOAD_OPTIONS = frozenset(f.name for f in dataclasses.fields(Workload)) - {"arch"}
+"""The job's options as `Workload` declares them (method, tokens, seq_len, ...)."""
+
 QuoteScope = front_end_model(OfferScope, QUOTE_SCOPE, "QuoteScope")
 """The offers a quote ranks, as the API names them (`provider`, `country`, ...)."""
 
@@ -141,23 +145,10 @@ class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]
     )
 
     def workload(self, config: dict[str, Any] | None = None) -> Workload:
-        return Workload.build(
-            model=self.model,
-            config=config,
-            params_b=self.params_b,
-            method=self.method,
-            tokens=self.tokens,
-            precision=self.precision,
-            seq_len=self.seq_len,
-            micro_batch=self.micro_batch,
-            grad_ckpt=self.grad_ckpt,
-            optimizer=self.optimizer,
-            lora_rank=self.lora_rank,
-            profile=self.profile,
-            packing=self.packing,
-            flash_attention=self.flash_attention,
-            lora_targets=self.lora_targets,
-        )
+        """The job: every option this query shares with `Workload`, from one of its sources."""
+        fields = type(self).model_fields
+        options = {name: getattr(self, name) for name in _WORKLOAD_OPTIONS if name in fields}
+        return Workload.build(model=self.model, config=config, params_b=self.params_b, **options)
 
     def request(self, config: dict[str, Any] | None = None) -> QuoteRequest:
         return QuoteRequest(
