@@ -10,10 +10,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from api.rest.parameters import MAX_NAME_CHARS
 from api.rest.schemas import OfferOut
 from api.rest.schemas_index import QuoteHistoryOut, quote_history_out
-from pipeline.market.scope import OfferScope, front_end_model
+from pipeline.market.scope import Name, OfferScope, front_end_model
 from pipeline.workload.architectures import known_models
 from pipeline.workload.model import MAX_SEQ_LEN, MemoryEstimate, Workload
 from pipeline.workload.quotes import (
@@ -101,10 +100,8 @@ class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]
 
     model_config = ConfigDict(allow_inf_nan=False)
 
-    model: str | None = Field(
+    model: Name | None = Field(
         None,
-        min_length=1,
-        max_length=MAX_NAME_CHARS,
         description="A known model (GET /models)",
         examples=["Llama-3.1-8B"],
     )
