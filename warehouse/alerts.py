@@ -6,7 +6,7 @@ due deliveries, then push their `next_attempt_at` forward as a lease) atomic wit
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -99,8 +99,11 @@ def _rows(cursor: duckdb.DuckDBPyConnection, kind: type[Row]) -> list[Row]:
     return [kind(*row) for row in cursor.fetchall()]
 
 
-def _insert(conn: duckdb.DuckDBPyConnection, table: str, row: Any) -> None:
-    values = astuple(row)
+def _insert(
+    conn: duckdb.DuckDBPyConnection, table: str, row: Any, kind: type | None = None
+) -> None:
+    """`row` as the columns of `kind` (its own type unless a subclass carries more) hold it."""
+    values = [getattr(row, f.name) for f in fields(kind or type(row))]
     conn.execute(f"INSERT INTO {table} VALUES ({', '.join('?' * len(values))})", list(values))
 
 
@@ -235,7 +238,7 @@ def record_attempt(
     finished_at: datetime | None,
 ) -> None:
     """Log one attempt and move its delivery on (to a retry time, or to a final state)."""
-    _insert(conn, "alert_attempts", attempt)
+    _insert(conn, "alert_attempts", attempt, AttemptRow)
     conn.execute(
         """
         UPDATE alert_deliveries
