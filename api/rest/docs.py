@@ -3,7 +3,7 @@ this process (the files the `fastapi-offline` package ships), never loaded from 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,14 @@ DOCS_ASSETS = "/static/docs"
 """Where the Swagger UI and ReDoc files are served."""
 _FILES = Path(fastapi_offline.__file__).parent / "static"
 _FAVICON = "/static/favicon.svg"
+_ASSETS = {
+    "swagger_js_url": f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+    "swagger_css_url": f"{DOCS_ASSETS}/swagger-ui.css",
+    "swagger_favicon_url": _FAVICON,
+    "redoc_js_url": f"{DOCS_ASSETS}/redoc.standalone.js",
+    "redoc_favicon_url": _FAVICON,
+}
+"""Each page's script, style and icon, named as FastAPI's page builders take them."""
 
 
 def install_offline_docs(app: FastAPI) -> None:
@@ -26,32 +34,22 @@ def install_offline_docs(app: FastAPI) -> None:
     app.mount(DOCS_ASSETS, StaticFiles(directory=_FILES), name="docs-assets")
 
     def page(
-        request: Request,
-        render: Callable[..., HTMLResponse],
-        title: str,
-        urls: Mapping[str, str],
-        **options: Any,
+        request: Request, render: Callable[..., HTMLResponse], title: str, kind: str, **options: Any
     ) -> HTMLResponse:
-        """One docs page, its script, style and icon URLs below the app's `root_path`."""
+        """One docs page: its `_ASSETS` (those named `kind`_...) below the app's `root_path`."""
         root = str(request.scope.get("root_path", ""))
+        assets = {name: f"{root}{path}" for name, path in _ASSETS.items() if name.startswith(kind)}
         return render(
             openapi_url=f"{root}{app.openapi_url}",
             title=f"{app.title} - {title}",
-            **{name: f"{root}{path}" for name, path in urls.items()},
+            **assets,
             **options,
         )
 
     @app.get("/docs", include_in_schema=False)
     def swagger(request: Request) -> HTMLResponse:
-        return page(request, get_swagger_ui_html, "API docs", {
-            "swagger_js_url": f"{DOCS_ASSETS}/swagger-ui-bundle.js",
-            "swagger_css_url": f"{DOCS_ASSETS}/swagger-ui.css",
-            "swagger_favicon_url": _FAVICON,
-        })  # fmt: skip
+        return page(request, get_swagger_ui_html, "API docs", "swagger_")
 
     @app.get("/redoc", include_in_schema=False)
     def redoc(request: Request) -> HTMLResponse:
-        return page(request, get_redoc_html, "ReDoc", {
-            "redoc_js_url": f"{DOCS_ASSETS}/redoc.standalone.js",
-            "redoc_favicon_url": _FAVICON,
-        }, with_google_fonts=False)  # fmt: skip
+        return page(request, get_redoc_html, "ReDoc", "redoc_", with_google_fonts=False)
