@@ -190,9 +190,14 @@ class DeliveriesPage(BaseModel):
 
 
 _RULE_FIELDS = (
-    "url", "band", "created_at", "disabled_at", "disabled_reason", "evaluation_error",
+    "url",
+    "band",
+    "created_at",
+    "disabled_at",
+    "disabled_reason",
+    "evaluation_error",
     "evaluation_error_at",
-)  # fmt: skip
+)
 _CONDITION_FIELDS = ("kind", "below_price_per_gpu_hour", "below_cost_usd", "index_change_percent")
 _DELIVERY_FIELDS = ("event_type", "status", "created_at", "finished_at", "last_error")
 """The fields a response shows as the rule, its condition or the delivery holds them."""
