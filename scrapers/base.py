@@ -28,6 +28,7 @@ from scrapers.errors import FetchCancelledError, MissingCredentialsError, Provid
 from scrapers.models import ParseResult
 
 __all__ = [
+    "DEFAULT_TIMEOUT",
     "USER_AGENT",
     "Credentials",
     "ProviderModule",
@@ -50,6 +51,8 @@ RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 DEFAULT_ATTEMPTS = 4
 BACKOFF_BASE_S = 2.0
 MAX_WAIT_S = 60.0
+DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+"""A provider request's timeout unless its module needs longer (OVHcloud's ~8 MB catalog)."""
 MAX_RETRY_AFTER = timedelta(days=1)
 """A longer (or absurd) `Retry-After` is read as this; callers clamp it further."""
 
@@ -227,7 +230,7 @@ def fetch_bytes(
     url: str,
     *,
     provider: str,
-    timeout: httpx.Timeout,
+    timeout: httpx.Timeout = DEFAULT_TIMEOUT,
     headers: Mapping[str, str] | None = None,
     json: Any = None,
     auth_hint: str = "",

@@ -30,7 +30,7 @@ from scrapers.models import (
     Reject,
 )
 
-__all__ = ["OfferBatch", "arange"]
+__all__ = ["OfferBatch", "arange", "number"]
 
 _PARSER_FIELDS = frozenset(OFFER_SCHEMA.names) - {
     "provider", "observed_at", "price_quoted_per", "gpu", "country", "continent", "eea", "eu",
@@ -50,7 +50,8 @@ _STAGED = pa.schema(
 """Rows as gathered: `gpu_count` stays 64-bit until the invariants have been checked."""
 
 
-def _number(name: str, value: object) -> float | None:
+def number(name: str, value: object) -> float | None:
+    """A JSON number as a float (None stays None); a bool or anything else is a TypeError."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -84,7 +85,7 @@ def _enum(kind: type[StrEnum]) -> Callable[[str, object], str | None]:
 
 
 _CONVERT: dict[str, Callable[[str, Any], Any]] = {
-    **{f.name: _number for f in OFFER_SCHEMA if f.type == pa.float64()},
+    **{f.name: number for f in OFFER_SCHEMA if f.type == pa.float64()},
     **{f.name: _text for f in OFFER_SCHEMA if f.type == pa.string()},
     **{f.name: _flag for f in OFFER_SCHEMA if f.type == pa.bool_()},
     "gpu_count": _count,

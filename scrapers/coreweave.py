@@ -50,7 +50,6 @@ NAME = "coreweave"
 ENV_KEY = None
 KEY_REQUIRED = False  # a public web page
 URL = "https://www.coreweave.com/pricing"
-TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 GB_PER_TB = 1000
 """Local Storage is in decimal TB: 7.68 and 61.44 (8 x 7.68) are NVMe drive sizes [assumption]."""
 INFERENCE_TOLERANCE_USD = 0.01
@@ -82,7 +81,6 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
         "GET",
         URL,
         provider=NAME,
-        timeout=TIMEOUT,
         headers={"Accept": "text/html"},
         auth_hint="the public pricing page refused the request (bot protection?); retry later",
     )

@@ -33,7 +33,6 @@ KIND: Literal["rates"] = "rates"
 ENV_KEY: str | None = None
 KEY_REQUIRED = False
 URL = "https://www.ecb.europa.eu/stats/eurofxref/eurofxref-daily.xml"
-TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 BASE = "EUR"
 _NS = "{http://www.ecb.int/vocabulary/2002-08-01/eurofxref}"
 
@@ -48,7 +47,7 @@ class Rate:
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
-    return fetch_bytes(client, "GET", URL, provider=NAME, timeout=TIMEOUT)
+    return fetch_bytes(client, "GET", URL, provider=NAME)
 
 
 def parse_rates(payload: bytes) -> list[Rate]:

@@ -23,18 +23,15 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 import httpx
-import orjson
 
 from scrapers.base import Credentials, fetch_bytes
 from scrapers.batch import OfferBatch
-from scrapers.errors import ProviderPayloadError
-from scrapers.models import ParseResult, Pricing, json_raw, reason_of
+from scrapers.models import ParseResult, Pricing, json_object_member, json_raw, reason_of
 
 NAME = "hetzner"
 ENV_KEY: str | None = None
 KEY_REQUIRED = False
 URL = "https://www.hetzner.com/_resources/app/data/app/live_data_prices.json"
-TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 CURRENCY = "EUR"
 ANY_DATACENTER = "ALL"
 
@@ -54,16 +51,11 @@ PRODUCTS = {
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
-    return fetch_bytes(client, "GET", URL, provider=NAME, timeout=TIMEOUT)
+    return fetch_bytes(client, "GET", URL, provider=NAME)
 
 
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
-    try:
-        products = orjson.loads(payload)["products"]
-    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ProviderPayloadError(f"{NAME}: body has no 'products' object ({exc})") from exc
-    if not isinstance(products, dict):
-        raise ProviderPayloadError(f"{NAME}: 'products' is not an object")
+    products = json_object_member(payload, "products", NAME)
     records = [
         (key, location)
         for key in PRODUCTS

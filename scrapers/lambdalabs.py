@@ -42,7 +42,6 @@ NAME = "lambda"
 ENV_KEY = "LAMBDA_API_KEY"
 KEY_REQUIRED = True  # the spec requires a key for every endpoint, prices included
 URL = "https://cloud.lambda.ai/api/v1/instance-types"
-TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 CENTS_PER_DOLLAR = 100  # price_cents_per_hour is US cents (Lambda OpenAPI v1.10.0)
 CPU_TYPE_PREFIX = "cpu_"  # `cpu_4x_general` (SkyPilot's fetch_lambda_cloud.py skips it)
 ERROR_HINTS = {
@@ -70,7 +69,6 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
             "GET",
             URL,
             provider=NAME,
-            timeout=TIMEOUT,
             headers={"Accept": "application/json", "Authorization": f"Bearer {creds.api_key}"},
             auth_hint=f"check {ENV_KEY} (Lambda needs a key even for prices)",
         )

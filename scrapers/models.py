@@ -21,6 +21,8 @@ from typing import Any, Literal
 import orjson
 import pyarrow as pa
 
+from scrapers.errors import ProviderPayloadError
+
 __all__ = [
     "CENT_TOLERANCE_USD",
     "CONVERTED_FIELDS",
@@ -32,6 +34,7 @@ __all__ = [
     "PriceQuotedPer",
     "Pricing",
     "Reject",
+    "json_object_member",
     "json_raw",
     "reason_of",
 ]
@@ -172,3 +175,17 @@ def reason_of(exc: Exception) -> str:
 def json_raw(record: Any) -> str:
     """A JSON record as a reject keeps it."""
     return orjson.dumps(record).decode()
+
+
+def json_object_member(
+    payload: bytes, key: str, provider: str, where: str = "body"
+) -> dict[str, Any]:
+    """The object under `key` in a JSON body; a `ProviderPayloadError` naming `where` (the body,
+    a page) for any other body."""
+    try:
+        member = orjson.loads(payload)[key]
+    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise ProviderPayloadError(f"{provider}: {where} has no {key!r} object ({exc})") from exc
+    if not isinstance(member, dict):
+        raise ProviderPayloadError(f"{provider}: {where}: {key!r} is not an object")
+    return member

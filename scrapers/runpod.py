@@ -42,7 +42,7 @@ import httpx
 import orjson
 
 from scrapers.base import Credentials, fetch_bytes
-from scrapers.batch import OfferBatch
+from scrapers.batch import OfferBatch, number
 from scrapers.errors import ProviderHTTPError, ProviderPayloadError
 from scrapers.models import ParseResult, Pricing, json_raw, reason_of
 
@@ -53,7 +53,6 @@ ENV_KEY = "RUNPOD_API_KEY"
 KEY_REQUIRED = False  # GraphQL answers anonymously; a key switches to the REST v2 catalog
 URL = "https://api.runpod.io/graphql"
 REST_URL = "https://api.runpod.io/v2/catalog/gpus"
-TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 GPUS_PER_OFFER = 1
 REST_PARAMS = {"include": "AVAILABILITY", "product": "POD", "count": str(GPUS_PER_OFFER)}
 PLACEHOLDER_ID = "unknown"
@@ -117,7 +116,6 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
             "GET",
             str(httpx.URL(REST_URL, params=REST_PARAMS)),
             provider=NAME,
-            timeout=TIMEOUT,
             headers={"Accept": "application/json", "Authorization": f"Bearer {creds.api_key}"},
             auth_hint=f"check {ENV_KEY} or unset it (GraphQL works without a key)",
         )
@@ -143,7 +141,6 @@ def _post(client: httpx.Client, body: dict[str, Any]) -> bytes:
         "POST",
         URL,
         provider=NAME,
-        timeout=TIMEOUT,
         headers={"Accept": "application/json"},
         json=body,
         auth_hint=f"RunPod refused the anonymous query; set {ENV_KEY} to use REST v2",
@@ -282,7 +279,7 @@ def _from_graphql(record: dict[str, Any], sweep: _SweepStock | None = None) -> _
     _require_prices(record, [f"{cloud}Price" for cloud in CLOUDS])
     return _GpuType(
         id=gpu_id,
-        vram_gb=_number(record["memoryInGb"], "memoryInGb"),
+        vram_gb=number("memoryInGb", record["memoryInGb"]),
         # securePrice/communityPrice and secureSpotPrice/communitySpotPrice
         on_demand={cloud: _price(record, f"{cloud}Price") for cloud in CLOUDS},
         spot={cloud: _price(record, f"{cloud}SpotPrice") for cloud in CLOUDS},
@@ -305,7 +302,7 @@ def _from_rest(record: dict[str, Any]) -> _GpuType:
     centers = record.get("dataCenters")
     return _GpuType(
         id=_gpu_id(record),
-        vram_gb=_number(record["memory"], "memory"),
+        vram_gb=number("memory", record["memory"]),
         on_demand={cloud: _price(prices, cloud) for cloud in CLOUDS},
         spot={cloud: None for cloud in CLOUDS},  # REST v2 has no spot price
         # REST v2 has no community locations; an empty `dataCenters` list says nothing of
@@ -333,17 +330,9 @@ def _gpu_id(record: dict[str, Any]) -> str:
     return gpu_id
 
 
-def _number(value: object, name: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} is not a number: {value!r}")
-    return float(value)
-
-
 def _price(record: dict[str, Any], name: str) -> float | None:
     """A per-GPU USD price, or None when the cloud does not offer it (`null` or `0`)."""
-    price = _number(record.get(name), name)
+    price = number(name, record.get(name))
     return None if price == 0 else price
 
 

@@ -32,14 +32,20 @@ import orjson
 
 from scrapers.base import Credentials, fetch_bytes
 from scrapers.batch import OfferBatch
-from scrapers.errors import ProviderHTTPError, ProviderPayloadError
-from scrapers.models import FormFactor, ParseResult, Pricing, json_raw, reason_of
+from scrapers.errors import ProviderHTTPError
+from scrapers.models import (
+    FormFactor,
+    ParseResult,
+    Pricing,
+    json_object_member,
+    json_raw,
+    reason_of,
+)
 
 NAME = "scaleway"
 ENV_KEY: str | None = None
 KEY_REQUIRED = False
 URL = "https://api.scaleway.com/instance/v1/zones/{zone}/products/servers"
-TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 ZONES = ("fr-par-1", "fr-par-2", "fr-par-3", "nl-ams-1", "nl-ams-2", "nl-ams-3",
          "pl-waw-1", "pl-waw-2", "pl-waw-3")  # fmt: skip
 PER_PAGE = 100
@@ -56,18 +62,13 @@ def _pages(client: httpx.Client, url: str, key: str) -> dict[str, Any] | None:
     for page in range(1, MAX_PAGES + 1):
         try:
             body = fetch_bytes(client, "GET", f"{url}?per_page={PER_PAGE}&page={page}",
-                               provider=NAME, timeout=TIMEOUT)  # fmt: skip
+                               provider=NAME)  # fmt: skip
         except ProviderHTTPError as exc:
             cause = exc.__cause__
             if isinstance(cause, httpx.HTTPStatusError) and cause.response.status_code == 404:
                 return None if page == 1 else merged
             raise
-        try:
-            entries = orjson.loads(body)[key]
-        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-            raise ProviderPayloadError(f"{NAME}: {url} page {page} has no {key!r} object") from exc
-        if not isinstance(entries, dict):
-            raise ProviderPayloadError(f"{NAME}: {url} page {page}: {key!r} is not an object")
+        entries = json_object_member(body, key, NAME, where=f"{url} page {page}")
         merged.update(entries)
         if len(entries) < PER_PAGE:
             break
@@ -106,12 +107,7 @@ def replay_directory(directory: Path) -> Callable[[httpx.Request], httpx.Respons
 
 
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
-    try:
-        zones = orjson.loads(payload)["zones"]
-    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ProviderPayloadError(f"{NAME}: body is not the zones document fetch builds") from exc
-    if not isinstance(zones, dict):
-        raise ProviderPayloadError(f"{NAME}: 'zones' is not an object")
+    zones = json_object_member(payload, "zones", NAME)  # the document fetch builds
     records = [
         (zone, type_name, server, (body.get("availability") or {}).get(type_name))
         for zone, body in zones.items()

@@ -39,7 +39,6 @@ NAME = "vastai"
 ENV_KEY = "VASTAI_API_KEY"
 KEY_REQUIRED = False  # gpuhunt searches without a key; a key only changes the rate-limit identity
 URL = "https://console.vast.ai/api/v0/bundles/"
-TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 MIB_PER_GIB = 1024
 SEARCH_LIMIT = 10_000
 SEARCH_BODY: dict[str, Any] = {
@@ -60,7 +59,6 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
         "POST",
         URL,
         provider=NAME,
-        timeout=TIMEOUT,
         headers=headers,
         json=SEARCH_BODY,
         auth_hint=f"check {ENV_KEY} or unset it (the search works without a key)",

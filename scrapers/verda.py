@@ -37,7 +37,6 @@ NAME = "verda"
 ENV_KEY: str | None = None
 KEY_REQUIRED = False
 URL = "https://verda.com/pricing"
-TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 CONFIDENTIAL_TOKEN = "CC"
 CONFIDENTIAL_TIER = "confidential"
 PER_HOUR_UNITS = frozenset({"hour", "hr", "h"})
@@ -53,9 +52,7 @@ _PRICING = {"on-demand": Pricing.ON_DEMAND, "spot": Pricing.SPOT}
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
-    return fetch_bytes(
-        client, "GET", URL, provider=NAME, timeout=TIMEOUT, headers={"Accept": "text/html"}
-    )
+    return fetch_bytes(client, "GET", URL, provider=NAME, headers={"Accept": "text/html"})
 
 
 def _nodes(payload: bytes) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ due deliveries, then push their `next_attempt_at` forward as a lease) atomic wit
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -15,6 +15,7 @@ import duckdb
 __all__ = [
     "AttemptRow",
     "DeliveryRow",
+    "RuleRecord",
     "RuleRow",
     "StateRow",
     "attempts_for_rule",
@@ -35,21 +36,29 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class RuleRow:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuleRecord:
+    """What a rule holds alike as stored (`RuleRow`) and as shown (`pipeline.alerts.AlertRule`);
+    they differ in how they hold the condition and the cooldown."""
+
     rule_id: str
-    kind: str
     url: str
-    secret: str = field(repr=False)
-    condition_json: str
+    secret: str = field(default="", repr=False, compare=False)
+    """Only for signing; never shown after creation, never logged."""
     band: float
-    cooldown_s: float
     created_at: datetime
     disabled_at: datetime | None = None
     disabled_reason: str | None = None
     evaluation_error: str | None = None
-    """Why the last evaluation failed; None once one succeeds."""
+    """Why the last evaluation failed (the other rules went on); None once one succeeds."""
     evaluation_error_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RuleRow(RuleRecord):
+    kind: str
+    condition_json: str
+    cooldown_s: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,16 +101,22 @@ Row = TypeVar("Row", RuleRow, StateRow, DeliveryRow, AttemptRow)
 
 
 def _rows(cursor: duckdb.DuckDBPyConnection, kind: type[Row]) -> list[Row]:
-    names = [f.name for f in fields(kind)]
+    names = {f.name for f in fields(kind)}
     columns = [d[0] for d in cursor.description]
-    if columns != names:
-        raise RuntimeError(f"{kind.__name__} columns {columns} != {names}")
-    return [kind(*row) for row in cursor.fetchall()]
+    if set(columns) != names:
+        raise RuntimeError(f"{kind.__name__} columns {sorted(columns)} != {sorted(names)}")
+    return [kind(**dict(zip(columns, row, strict=True))) for row in cursor.fetchall()]
 
 
-def _insert(conn: duckdb.DuckDBPyConnection, table: str, row: Any) -> None:
-    values = astuple(row)
-    conn.execute(f"INSERT INTO {table} VALUES ({', '.join('?' * len(values))})", list(values))
+def _insert(
+    conn: duckdb.DuckDBPyConnection, table: str, row: Any, kind: type | None = None
+) -> None:
+    """`row` as the columns of `kind` (its own type unless a subclass carries more), by name."""
+    names = [f.name for f in fields(kind or type(row))]
+    conn.execute(
+        f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+        [getattr(row, name) for name in names],
+    )
 
 
 def insert_rule(conn: duckdb.DuckDBPyConnection, rule: RuleRow) -> None:
@@ -235,7 +250,7 @@ def record_attempt(
     finished_at: datetime | None,
 ) -> None:
     """Log one attempt and move its delivery on (to a retry time, or to a final state)."""
-    _insert(conn, "alert_attempts", attempt)
+    _insert(conn, "alert_attempts", attempt, AttemptRow)
     conn.execute(
         """
         UPDATE alert_deliveries

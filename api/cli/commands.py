@@ -20,7 +20,7 @@ from api.cli.common import (
     user_errors,
 )
 from api.cli.index import index_command, market_command
-from api.cli.offers import OutputFormat, gpus, offers
+from api.cli.offers import FormatOption, OutputFormat, gpus, offers
 from api.cli.quote import quote
 from api.cli.remote import ApiOption, remote_for
 from api.cli.scope import scope_options
@@ -66,7 +66,7 @@ def history_command(
     until: Annotated[
         str | None, typer.Option(help="End: a date, an ISO time or 2h (ago) [default: now]")
     ] = None,
-    fmt: Annotated[OutputFormat, typer.Option("--format")] = OutputFormat.TABLE,
+    fmt: FormatOption = OutputFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,
     api: ApiOption = None,

@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-import orjson
 import typer
 from pydantic import ValidationError
 from rich.console import Console
@@ -24,6 +23,7 @@ from api.cli.common import (
     user_errors,
 )
 from api.cli.history import sparkline
+from api.cli.offers import OutputFormat, print_json
 from api.cli.scope import scope_options, validation_line
 from api.rest.schemas_index import IndexOut, MarketOut
 from pipeline.errors import PipelineError
@@ -34,18 +34,12 @@ from pipeline.market.scope import OfferScope
 __all__ = ["index_command", "market_command"]
 
 
-class Format(StrEnum):
-    TABLE = "table"
-    JSON = "json"
-    CSV = "csv"
-
-
 class IndexInterval(StrEnum):
     H1 = "1h"
     D1 = "1d"
 
 
-FormatOption = Annotated[Format, typer.Option("--format", help="table, json or csv")]
+FormatOption = Annotated[OutputFormat, typer.Option("--format", help="table, json or csv")]
 
 
 def _need_gpu(scope: OfferScope, command: str) -> str:
@@ -54,16 +48,12 @@ def _need_gpu(scope: OfferScope, command: str) -> str:
     return scope.gpu
 
 
-def _json(data: Any) -> None:
-    sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
-
-
-def print_index(data: dict[str, Any], fmt: Format) -> None:
+def print_index(data: dict[str, Any], fmt: OutputFormat) -> None:
     """The `/index` body (as `IndexOut` dumps it) as JSON, CSV rows or a table."""
-    if fmt is Format.JSON:
-        _json(data)
+    if fmt is OutputFormat.JSON:
+        print_json(data)
         return
-    if fmt is Format.CSV:
+    if fmt is OutputFormat.CSV:
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(["gpu", "pricing", "form_factor", "t", "value", "providers"])
         for s in data["series"]:
@@ -100,7 +90,7 @@ def index_command(
     interval: Annotated[IndexInterval, typer.Option(help="Bucket size (UTC)")] = IndexInterval.D1,
     since: Annotated[str | None, typer.Option(help="ISO 8601 start")] = None,
     until: Annotated[str | None, typer.Option(help="ISO 8601 end (default now)")] = None,
-    fmt: FormatOption = Format.TABLE,
+    fmt: FormatOption = OutputFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:
@@ -118,14 +108,14 @@ def index_command(
     print_index(body.model_dump(mode="json"), fmt)
 
 
-def print_market(data: dict[str, Any], fmt: Format) -> None:
+def print_market(data: dict[str, Any], fmt: OutputFormat) -> None:
     """The `/market` body (as `MarketOut` dumps it) as JSON, one CSV row or a table."""
-    if fmt is Format.JSON:
-        _json(data)
+    if fmt is OutputFormat.JSON:
+        print_json(data)
         return
     flat = {k: v for k, v in data.items() if k != "below"}
     flat.update({f"below_{b['price']}": b["share"] for b in data["below"]})
-    if fmt is Format.CSV:
+    if fmt is OutputFormat.CSV:
         writer = csv.writer(sys.stdout, lineterminator="\n")
         writer.writerow(flat)
         writer.writerow(["" if v is None else v for v in flat.values()])
@@ -149,7 +139,7 @@ def market_command(
     scope: OfferScope,
     days: Annotated[int, typer.Option(help="Days of history to weigh now against")] = 30,
     below: Annotated[str | None, typer.Option(help="Prices, e.g. 1.5,2 (USD per GPU-hour)")] = None,
-    fmt: FormatOption = Format.TABLE,
+    fmt: FormatOption = OutputFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,
 ) -> None:

@@ -32,6 +32,8 @@ def _cli_type(annotation: Any) -> Any:
     """The option's type: lists for repeated values, plain strings for closed string sets."""
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
     inner = args[0] if len(args) == 1 else annotation
+    if typing.get_origin(inner) is Annotated:  # a constrained type (`Name`): pydantic checks it
+        inner = typing.get_args(inner)[0]
     if typing.get_origin(inner) is tuple:
         return list[str] | None
     if typing.get_origin(inner) is typing.Literal:

@@ -9,10 +9,10 @@ from urllib.parse import unquote_plus
 
 from fastapi import Query, Request
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, StringConstraints, ValidationError
+from pydantic import BaseModel, ValidationError
 from starlette.datastructures import QueryParams
 
-from pipeline.market.scope import MAX_NAME_CHARS, MAX_NAMES
+from pipeline.market.scope import MAX_NAME_CHARS, MAX_NAMES, Name
 from pipeline.timeparse import Duration
 
 __all__ = [
@@ -31,7 +31,6 @@ M = TypeVar("M", bound=BaseModel)
 MAX_OFFERS_PAGE = 10_000
 """Most offers one JSON page of `/offers` holds; exports and NDJSON are not capped."""
 
-Name = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS)]
 Names = Annotated[list[Name], Query(max_length=MAX_NAMES)]
 MaxAgeParam = Annotated[
     Duration | None,

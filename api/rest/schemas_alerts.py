@@ -60,17 +60,12 @@ class AlertIn(AlertScope):  # type: ignore[misc,valid-type]
     )
     kind: AlertKind = Field(description="price, availability, workload or index")
     below_price_per_gpu_hour: float | None = Field(
-        None,
-        gt=0,
-        le=1e6,
-        allow_inf_nan=False,
-        description="price: fire at or below this, USD per GPU-hour",
+        None, gt=0, le=1e6, description="price: fire at or below this, USD per GPU-hour"
     )
     below_cost_usd: float | None = Field(
         None,
         gt=0,
         le=1e12,
-        allow_inf_nan=False,
         description="workload: fire when the best quote costs at most this, USD",
     )
     workload: dict[str, Any] | None = Field(
@@ -79,7 +74,6 @@ class AlertIn(AlertScope):  # type: ignore[misc,valid-type]
     )
     index_change_percent: float | None = Field(
         None,
-        allow_inf_nan=False,
         description="index: fire when the hourly index moved this much in %, e.g. -10 (a drop)",
     )
     within: Duration | None = Field(
@@ -89,7 +83,6 @@ class AlertIn(AlertScope):  # type: ignore[misc,valid-type]
         DEFAULT_BAND,
         ge=0,
         le=1e6,
-        allow_inf_nan=False,
         description="Re-arm only above threshold + band (USD per GPU-hour, or USD for workload)",
     )
     cooldown: Duration = Field(
@@ -196,25 +189,34 @@ class DeliveriesPage(BaseModel):
     count: int
 
 
+_RULE_FIELDS = (
+    "url",
+    "band",
+    "created_at",
+    "disabled_at",
+    "disabled_reason",
+    "evaluation_error",
+    "evaluation_error_at",
+)
+_CONDITION_FIELDS = ("kind", "below_price_per_gpu_hour", "below_cost_usd", "index_change_percent")
+_DELIVERY_FIELDS = ("event_type", "status", "created_at", "finished_at", "last_error")
+"""The fields a response shows as the rule, its condition or the delivery holds them."""
+
+
+def _same(source: object, names: tuple[str, ...]) -> dict[str, Any]:
+    return {name: getattr(source, name) for name in names}
+
+
 def alert_out(status: AlertStatus) -> AlertOut:
     rule, state, c = status.rule, status.state, status.rule.condition
     return AlertOut(
         id=rule.rule_id,
-        url=rule.url,
-        kind=c.kind,
+        **_same(rule, _RULE_FIELDS),
+        **_same(c, _CONDITION_FIELDS),
         **c.scope.model_dump(include=ALERT_SCOPE),
-        below_price_per_gpu_hour=c.below_price_per_gpu_hour,
-        below_cost_usd=c.below_cost_usd,
         workload=dict(c.workload) if c.workload is not None else None,
-        index_change_percent=c.index_change_percent,
         within_seconds=c.within.total_seconds() if c.within is not None else None,
-        band=rule.band,
         cooldown_seconds=rule.cooldown.total_seconds(),
-        created_at=rule.created_at,
-        disabled_at=rule.disabled_at,
-        disabled_reason=rule.disabled_reason,
-        evaluation_error=rule.evaluation_error,
-        evaluation_error_at=rule.evaluation_error_at,
         state=AlertStateOut.model_validate(state, from_attributes=True) if state else None,
     )
 
@@ -228,23 +230,9 @@ def delivery_out(log: DeliveryLog) -> DeliveryOut:
     d = log.delivery
     return DeliveryOut(
         id=d.delivery_id,
-        event_type=d.event_type,
-        status=d.status,
+        **_same(d, _DELIVERY_FIELDS),
         attempt_count=d.attempts,
-        created_at=d.created_at,
         next_attempt_at=d.next_attempt_at if d.status == "pending" else None,
-        finished_at=d.finished_at,
-        last_error=d.last_error,
         event=orjson.loads(d.body),
-        attempts=[
-            AttemptOut(
-                attempt=a.attempt,
-                attempted_at=a.attempted_at,
-                status_code=a.status_code,
-                latency_ms=a.latency_ms,
-                outcome=a.outcome,
-                error=a.error,
-            )
-            for a in log.attempts
-        ],
+        attempts=[AttemptOut.model_validate(a, from_attributes=True) for a in log.attempts],
     )

@@ -35,18 +35,6 @@ class CollectionOut(BaseModel):
 
 
 def collection_out(collected: Collected) -> CollectionOut:
-    runs = [
-        RunOut(
-            provider=r.provider,
-            run_id=r.run_id,
-            status=r.status,
-            offer_count=r.offer_count,
-            reject_count=r.reject_count,
-            error=r.error,
-            seconds=r.seconds,
-            observed_at=r.observed_at,
-            rejects=[RejectOut(record_id=j.record_id, reason=j.reason) for j in r.rejects],
-        )
-        for r in collected.reports
-    ]
+    """The run reports as they are: `RunOut` names each field as `RunReport` does."""
+    runs = [RunOut.model_validate(r, from_attributes=True) for r in collected.reports]
     return CollectionOut(runs=runs, fired=len(collected.fired))

@@ -5,14 +5,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from api.rest.parameters import MAX_NAME_CHARS
 from api.rest.schemas import OfferOut
 from api.rest.schemas_index import QuoteHistoryOut, quote_history_out
-from pipeline.market.scope import OfferScope, front_end_model
+from pipeline.market.scope import Name, OfferScope, front_end_model
 from pipeline.workload.architectures import known_models
 from pipeline.workload.model import MAX_SEQ_LEN, MemoryEstimate, Workload
 from pipeline.workload.quotes import (
@@ -87,6 +87,9 @@ Tokens = (
 )
 
 
+_WORKLOAD_OPTIONS = frozenset(f.name for f in dataclasses.fields(Workload)) - {"arch"}
+"""The job's options as `Workload` declares them (method, tokens, seq_len, ...)."""
+
 QuoteScope = front_end_model(OfferScope, QUOTE_SCOPE, "QuoteScope")
 """The offers a quote ranks, as the API names them (`provider`, `country`, ...)."""
 
@@ -97,10 +100,8 @@ class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]
 
     model_config = ConfigDict(allow_inf_nan=False)
 
-    model: str | None = Field(
+    model: Name | None = Field(
         None,
-        min_length=1,
-        max_length=MAX_NAME_CHARS,
         description="A known model (GET /models)",
         examples=["Llama-3.1-8B"],
     )
@@ -141,23 +142,10 @@ class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]
     )
 
     def workload(self, config: dict[str, Any] | None = None) -> Workload:
-        return Workload.build(
-            model=self.model,
-            config=config,
-            params_b=self.params_b,
-            method=self.method,
-            tokens=self.tokens,
-            precision=self.precision,
-            seq_len=self.seq_len,
-            micro_batch=self.micro_batch,
-            grad_ckpt=self.grad_ckpt,
-            optimizer=self.optimizer,
-            lora_rank=self.lora_rank,
-            profile=self.profile,
-            packing=self.packing,
-            flash_attention=self.flash_attention,
-            lora_targets=self.lora_targets,
-        )
+        """The job: every option this query shares with `Workload`, from one of its sources."""
+        fields = type(self).model_fields
+        options = {name: getattr(self, name) for name in _WORKLOAD_OPTIONS if name in fields}
+        return Workload.build(model=self.model, config=config, params_b=self.params_b, **options)
 
     def request(self, config: dict[str, Any] | None = None) -> QuoteRequest:
         return QuoteRequest(

@@ -76,16 +76,11 @@ class _Sent:
 
 
 @dataclass(frozen=True, slots=True)
-class AttemptResult:
-    delivery_id: str
-    rule_id: str
-    attempt: int
-    outcome: Outcome
-    """`retry` means it stays pending until `next_attempt_at`."""
-    status_code: int | None
-    latency_ms: float
-    error: str | None
-    next_attempt_at: datetime | None
+class AttemptResult(wa.AttemptRow):
+    """An attempt as stored, and when the next one is due: `outcome` `retry` means the delivery
+    stays pending until `next_attempt_at`."""
+
+    next_attempt_at: datetime | None = None
 
 
 def retry_delay(
@@ -274,7 +269,7 @@ class WebhookSender:
         next_at = None
         if outcome == "retry":
             next_at = done + retry_delay(attempt, self._settings, self._rng, sent.retry_after)
-        row = wa.AttemptRow(
+        row = AttemptResult(
             delivery.delivery_id,
             delivery.rule_id,
             attempt,
@@ -283,6 +278,7 @@ class WebhookSender:
             sent.latency_ms,
             outcome,
             error,
+            next_at,
         )
         with self._recording:
             if self._closed:  # shutting down: the lease runs out and a restart sends it again
@@ -309,16 +305,7 @@ class WebhookSender:
             host,
             sent.latency_ms,
         )
-        return AttemptResult(
-            delivery.delivery_id,
-            delivery.rule_id,
-            attempt,
-            outcome,
-            sent.status_code,
-            sent.latency_ms,
-            error,
-            next_at,
-        )
+        return row
 
 
 def _read_capped(response: httpx.Response, deadline: float) -> str:

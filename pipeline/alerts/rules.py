@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 import uuid
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from dataclasses import dataclass, fields
+from datetime import timedelta
 
 from pipeline.alerts.condition import ALERT_SCOPE, AlertKind, Condition
 from pipeline.alerts.errors import InvalidAlertError
@@ -27,7 +27,7 @@ from pipeline.catalog import Catalog, get_catalog
 from pipeline.errors import PipelineError
 from pipeline.market.index import INDEX_SCOPE, one_gpu
 from pipeline.market.scope import resolve
-from warehouse.alerts import RuleRow
+from warehouse.alerts import RuleRecord, RuleRow
 
 __all__ = [
     "ALERT_SCOPE",
@@ -61,40 +61,19 @@ class AlertSpec:
     cooldown: timedelta = DEFAULT_COOLDOWN
 
 
-@dataclass(frozen=True, slots=True)
-class AlertRule:
-    """A stored rule as shown to users: everything but its secret."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlertRule(RuleRecord):
+    """A stored rule as shown to users: everything but its secret, the condition parsed."""
 
-    rule_id: str
-    url: str
     condition: Condition
-    band: float
     cooldown: timedelta
-    created_at: datetime
-    disabled_at: datetime | None = None
-    disabled_reason: str | None = None
-    evaluation_error: str | None = None
-    """Why its last evaluation failed (the other rules went on); None once one succeeds."""
-    evaluation_error_at: datetime | None = None
-    secret: str = field(default="", repr=False, compare=False)
-    """Only for signing; never shown after creation, never logged."""
 
 
 def new_rule_id() -> str:
     return f"alr_{uuid.uuid4().hex[:24]}"
 
 
-_STORED_AS_IS = (
-    "rule_id",
-    "url",
-    "secret",
-    "band",
-    "created_at",
-    "disabled_at",
-    "disabled_reason",
-    "evaluation_error",
-    "evaluation_error_at",
-)
+_STORED_AS_IS = tuple(f.name for f in fields(RuleRecord))
 """Fields a rule and its stored row share; the condition and cooldown are converted."""
 
 

@@ -20,7 +20,7 @@ from pydantic import Field
 from pipeline.catalog import Catalog, get_catalog
 from pipeline.errors import PipelineError
 from pipeline.market.history import ExportFormat, export_sql
-from pipeline.market.scope import OfferScope, resolve
+from pipeline.market.scope import Name, OfferScope, resolve
 from pipeline.timeparse import UtcDateTime
 from scrapers.models import Pricing
 from warehouse import Warehouse
@@ -56,9 +56,7 @@ NO_AVAILABLE_OFFER = "no available offer"
 class IndexQuery(OfferScope):
     """An index series: one GPU (id, family or spelling) and pricing, in 1 h or 1 d buckets."""
 
-    gpu: str = Field(  # type: ignore[assignment]  # required here
-        min_length=1,
-        max_length=200,
+    gpu: Name = Field(  # type: ignore[assignment]  # required here
         description="Canonical id (H100-80GB), family (H100) or any provider spelling",
         examples=["H100-80GB"],
     )
@@ -70,9 +68,7 @@ class IndexQuery(OfferScope):
 class ExplainQuery(OfferScope):
     """One value of the index: the bucket holding `t`."""
 
-    gpu: str = Field(  # type: ignore[assignment]  # required here
-        min_length=1, max_length=200, description="One canonical GPU id or spelling"
-    )
+    gpu: Name = Field(description="One canonical GPU id or spelling")  # type: ignore[assignment]
     interval: IndexInterval = Field("1d", description="Bucket size: 1h or 1d (UTC)")
     t: UtcDateTime = Field(description="Any time inside the bucket (ISO 8601)")
 

@@ -27,7 +27,7 @@ from pydantic import BeforeValidator, Field
 
 from pipeline.catalog import Catalog
 from pipeline.market.index import INDEX_SCOPE, METHODOLOGY, one_gpu
-from pipeline.market.scope import OfferScope, split_names
+from pipeline.market.scope import Name, OfferScope, split_names
 from scrapers.models import Pricing
 from warehouse import Warehouse
 from warehouse import index as wi
@@ -59,9 +59,7 @@ Prices = Annotated[tuple[float, ...], BeforeValidator(_prices)]
 class MarketQuery(OfferScope):
     """One GPU and pricing over the last `days` days."""
 
-    gpu: str = Field(  # type: ignore[assignment]  # required here
-        min_length=1, max_length=200, description="One canonical GPU id or spelling"
-    )
+    gpu: Name = Field(description="One canonical GPU id or spelling")  # type: ignore[assignment]
     days: int = Field(30, ge=1, le=MAX_DAYS, description="Days of history to weigh now against")
     below: Prices = Field(
         (),

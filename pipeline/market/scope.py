@@ -10,12 +10,13 @@ built from those fields (`scope_fields`), so any other field is a 422 or a usage
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StringConstraints,
     create_model,
     field_validator,
     model_validator,
@@ -35,6 +36,7 @@ __all__ = [
     "MAX_NAME_CHARS",
     "MAX_NAMES",
     "NODE_SCOPE",
+    "Name",
     "OfferScope",
     "PLACE_SCOPE",
     "front_end_model",
@@ -47,6 +49,8 @@ MAX_NAMES = 50
 """Most values of a list filter (providers, countries)."""
 MAX_NAME_CHARS = 200
 """Longest GPU, provider, region or place name accepted (the longest real one is ~60)."""
+Name = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS)]
+"""A GPU, model, provider, region or place name as accepted anywhere: 1 to 200 characters."""
 MAX_PRICE_USD = 1e6
 """Highest price bound accepted, USD per GPU-hour."""
 MAX_GPUS = 1024
@@ -98,10 +102,8 @@ class OfferScope(BaseModel):
         extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False
     )
 
-    gpu: str | None = Field(
+    gpu: Name | None = Field(
         None,
-        min_length=1,
-        max_length=MAX_NAME_CHARS,
         description="Canonical id (A100-80GB), family (A100) or any provider spelling",
         examples=["A100-80GB"],
     )
@@ -112,12 +114,7 @@ class OfferScope(BaseModel):
         description="Provider name; repeat or comma-separate for several",
     )
     pricing: Pricing | None = Field(None, description="on_demand or spot")
-    region: str | None = Field(
-        None,
-        min_length=1,
-        max_length=MAX_NAME_CHARS,
-        description="Case-insensitive part of the region text",
-    )
+    region: Name | None = Field(None, description="Case-insensitive part of the region text")
     form_factor: FormFactor | None = Field(None, description="SXM, PCIe or NVL")
     countries: tuple[str, ...] = Field(
         (),
@@ -125,9 +122,7 @@ class OfferScope(BaseModel):
         max_length=MAX_NAMES,
         description="ISO 3166-1 alpha-2 codes, repeated or comma-separated, e.g. DE,FR",
     )
-    continent: str | None = Field(
-        None, min_length=1, max_length=MAX_NAME_CHARS, description="e.g. Europe, North America"
-    )
+    continent: Name | None = Field(None, description="e.g. Europe, North America")
     jurisdiction: Literal["eea", "eu"] | None = Field(
         None, description="eea or eu: offers whose known country is in it (unknown never matches)"
     )

@@ -24,12 +24,16 @@ URL = "http://127.0.0.1:9000/hook"
 
 def price_rule(band: float = 0.05, cooldown: timedelta = timedelta(0)) -> AlertRule:
     condition = Condition.of(AlertKind.PRICE, gpu="H100-80GB", below_price_per_gpu_hour=1.50)
-    return AlertRule("alr_1", URL, condition, band, cooldown, T0)
+    return AlertRule(
+        rule_id="alr_1", url=URL, condition=condition, band=band, cooldown=cooldown, created_at=T0
+    )
 
 
 def availability_rule(cooldown: timedelta = timedelta(0)) -> AlertRule:
     condition = Condition.of(AlertKind.AVAILABILITY, gpu="H100-80GB")
-    return AlertRule("alr_2", URL, condition, 0.0, cooldown, T0)
+    return AlertRule(
+        rule_id="alr_2", url=URL, condition=condition, band=0.0, cooldown=cooldown, created_at=T0
+    )
 
 
 def run(rule: AlertRule, values, step: timedelta = timedelta(minutes=10)) -> list[bool]:
@@ -130,9 +134,7 @@ def test_a_rule_names_only_known_providers_and_fields_of_its_kind():
 def test_band_and_cooldown_must_be_sensible():
     base = spec(gpu="H100", below_price_per_gpu_hour=2.0)
     with pytest.raises(InvalidAlertError, match="band"):
-        validate_spec(
-            AlertSpec(base.url, base.condition, band=-0.1), allow_private=True
-        )
+        validate_spec(AlertSpec(base.url, base.condition, band=-0.1), allow_private=True)
     with pytest.raises(InvalidAlertError, match="cooldown"):
         validate_spec(
             AlertSpec(base.url, base.condition, cooldown=timedelta(days=90)), allow_private=True
@@ -153,8 +155,9 @@ def test_a_workload_rule_needs_a_workload_that_can_be_quoted_and_a_cost():
         validate_spec(spec(kind=AlertKind.WORKLOAD, workload=workload), allow_private=True)
     with pytest.raises(InvalidAlertError, match="unknown fields colour"):
         validate_spec(
-            spec(kind=AlertKind.WORKLOAD, workload={**workload, "colour": "red"},
-                 below_cost_usd=20.0),
+            spec(
+                kind=AlertKind.WORKLOAD, workload={**workload, "colour": "red"}, below_cost_usd=20.0
+            ),
             allow_private=True,
         )
     with pytest.raises(InvalidAlertError, match="method"):
@@ -166,7 +169,11 @@ def test_a_workload_rule_needs_a_workload_that_can_be_quoted_and_a_cost():
 
 def test_a_conditions_json_round_trips():
     condition = Condition.of(
-        AlertKind.PRICE, gpu="H100", providers=("vastai",), region="US", min_gpu_count=8,
+        AlertKind.PRICE,
+        gpu="H100",
+        providers=("vastai",),
+        region="US",
+        min_gpu_count=8,
         below_price_per_gpu_hour=1.5,
     )
     assert Condition.from_json(condition.to_json()) == condition
@@ -174,5 +181,13 @@ def test_a_conditions_json_round_trips():
 
 def test_a_rules_repr_never_shows_its_secret():
     condition = Condition.of(AlertKind.AVAILABILITY, gpu="H100")
-    rule = AlertRule("alr_1", URL, condition, 0, timedelta(0), T0, secret="whsec_c2VjcmV0")
+    rule = AlertRule(
+        rule_id="alr_1",
+        url=URL,
+        condition=condition,
+        band=0,
+        cooldown=timedelta(0),
+        created_at=T0,
+        secret="whsec_c2VjcmV0",
+    )
     assert "whsec_" not in repr(rule)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
 
@@ -15,12 +15,21 @@ from pipeline import alerts as rules
 
 __all__ = ["router"]
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 router = APIRouter(
     prefix="/alerts",
     tags=["alerts"],
     dependencies=[Depends(require_api_key)],
     responses=problems(401),
 )
+
+
+def _one_alert(method: str, path: str = "", **route: Any) -> Callable[[F], F]:
+    """A route on one rule, `/alerts/{alert_id}` + `path`: 404 when there is no such rule."""
+    return router.api_route(
+        f"/{{alert_id}}{path}", methods=[method], responses=problems(404), **route
+    )
 
 
 @contextmanager
@@ -54,20 +63,13 @@ def get_alerts(warehouse: WarehouseDep) -> out.AlertsPage:
     return out.AlertsPage(alerts=alerts, count=len(alerts))
 
 
-@router.get(
-    "/{alert_id}",
-    response_model=out.AlertOut,
-    summary="One alert rule and its state",
-    responses=problems(404),
-)
+@_one_alert("GET", response_model=out.AlertOut, summary="One alert rule and its state")
 def get_one(alert_id: str, warehouse: WarehouseDep) -> out.AlertOut:
     with _found():
         return out.alert_out(rules.get_alert(warehouse, alert_id))
 
 
-@router.delete(
-    "/{alert_id}", status_code=204, summary="Delete an alert rule", responses=problems(404)
-)
+@_one_alert("DELETE", status_code=204, summary="Delete an alert rule")
 def delete_one(alert_id: str, warehouse: WarehouseDep, clock: ClockDep) -> Response:
     """Its pending deliveries are cancelled; nothing more is sent for it."""
     with _found():
@@ -75,11 +77,8 @@ def delete_one(alert_id: str, warehouse: WarehouseDep, clock: ClockDep) -> Respo
     return Response(status_code=204)
 
 
-@router.get(
-    "/{alert_id}/deliveries",
-    response_model=out.DeliveriesPage,
-    summary="Deliveries and attempts",
-    responses=problems(404),
+@_one_alert(
+    "GET", "/deliveries", response_model=out.DeliveriesPage, summary="Deliveries and attempts"
 )
 def get_deliveries(
     alert_id: str,
@@ -93,12 +92,7 @@ def get_deliveries(
     return out.DeliveriesPage(deliveries=deliveries, count=len(deliveries))
 
 
-@router.post(
-    "/{alert_id}/test",
-    response_model=out.DeliveryOut,
-    summary="Send a test event",
-    responses=problems(404),
-)
+@_one_alert("POST", "/test", response_model=out.DeliveryOut, summary="Send a test event")
 def post_test(
     alert_id: str,
     warehouse: WarehouseDep,
