@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from warehouse.offers import OfferFilters, scope_conditions
+from warehouse.offers import SNAPSHOTS_AS_OF, OfferFilters, scope_conditions
 from warehouse.rollups import ROLLUP_INTERVALS, bucket_start
 from warehouse.summaries import BUCKET_AGGREGATES, POINT_JSON, SUMMARY_AGGREGATES
 
@@ -61,6 +63,7 @@ def _summaries_from_raw(conditions: list[str]) -> str:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SERIES = ("gpu", "form_factor", "provider", "pricing")
 
 
 def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[dict[str, Any]]:
@@ -104,9 +107,21 @@ def price_history_json(
     conn: duckdb.DuckDBPyConnection, f: HistoryFilters
 ) -> list[tuple[str, str | None, str, str, str]]:
     """`(gpu, form_factor, provider, pricing, points as JSON)` per series: the same points as
-    `price_history`, serialised by DuckDB."""
+    `price_history`, serialised by DuckDB (kept so in the rollups for whole buckets)."""
     sql, params = history_sql(f, with_json=True)
-    return [tuple(row) for row in conn.execute(points_json_sql(sql), params).fetchall()]
+    table = conn.execute(
+        f"SELECT {', '.join(_SERIES)}, point_json FROM ({sql}) "
+        "ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t",
+        params,
+    ).to_arrow_table()
+    # Joined here rather than by an ordered `string_agg`, which copied each piece twice: a year
+    # of hourly points is 365 pieces of a day's points per series.
+    keys = zip(*(table[name].to_pylist() for name in _SERIES), strict=True)
+    rows = zip(keys, table["point_json"].to_pylist(), strict=True)
+    return [
+        (*series, "[" + ",".join(piece for _, piece in pieces) + "]")  # type: ignore[misc]
+        for series, pieces in groupby(rows, key=itemgetter(0))
+    ]
 
 
 def _bucket_start(interval: str) -> str:
@@ -158,9 +173,17 @@ def history_sql(
     # Whole buckets come from the rollups; the partial ones at either end (a `since` or `until`
     # inside a bucket) from the summaries of their snapshots inside [since, until) only.
     low, high = full
-    rolled = ["bucket_interval = ?", "t >= ?", "t < ?"]
-    params += [f.interval, low, high]
-    rolled += scope_conditions(f.scope, params)
+    if with_json:
+        whole = _json_pieces(f, low, high, params)
+    else:
+        rolled = ["bucket_interval = ?", "t >= ?", "t < ?"]
+        params += [f.interval, low, high]
+        rolled += scope_conditions(f.scope, params)
+        whole = f"""
+            SELECT gpu, form_factor, provider, pricing, t, min, min_available, p25, median, max,
+                   offers, available, snapshots
+            FROM history_rollups WHERE {" AND ".join(rolled)}
+        """
     # Each partial bucket on its own plain time range, so zonemaps skip the rest of the year.
     edge_buckets = []
     for start, end in ((f.since, low), (high, f.until)):
@@ -169,17 +192,46 @@ def history_sql(
             params += [start, end]
             bucketed = _bucketed(f, source, edge, ordered=False)
             edge_buckets.append(with_point_json(bucketed) if with_json else bucketed)
-    json_column = ", point_json" if with_json else ""
     sql = f"""
         SELECT * FROM (
-            SELECT gpu, form_factor, provider, pricing, t, min, min_available, p25, median, max,
-                   offers, available, snapshots{json_column}
-            FROM history_rollups WHERE {" AND ".join(rolled)}
+            {whole}
             {"".join(f" UNION ALL BY NAME {edge}" for edge in edge_buckets)}
         )
         {"" if with_json else "ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t"}
-    """  # the JSON path orders inside `points_json_sql`
+    """  # the JSON path orders inside `points_json_sql` or `price_history_json`
     return sql, params
+
+
+def _json_pieces(f: HistoryFilters, low: datetime, high: datetime, params: list[Any]) -> str:
+    """The points of the whole buckets in `[low, high)` as the API's JSON, in pieces of one or
+    more points (`gpu, form_factor, provider, pricing, t, point_json`, `t` the first point's):
+    each whole UTC day from `history_days` (its `1d` point, or its `1h` points already joined),
+    the hours of a partial day at either end from `history_rollups`."""
+    first_day = bucket_start(low, "1d")
+    if first_day < low:
+        first_day += ROLLUP_INTERVALS["1d"]
+    last_day = bucket_start(high, "1d")
+    hours = [(low, first_day), (last_day, high)] if first_day < last_day else [(low, high)]
+    pieces = []
+    for start, end in hours:
+        if start < end:
+            where = ["bucket_interval = ?", "t >= ?", "t < ?"]
+            params += [f.interval, start, end]
+            where += scope_conditions(f.scope, params)
+            pieces.append(
+                "SELECT gpu, form_factor, provider, pricing, t, point_json "
+                f"FROM history_rollups WHERE {' AND '.join(where)}"
+            )
+    if first_day < last_day:
+        where = ["day >= ?", "day < ?"]
+        params += [first_day, last_day]
+        where += scope_conditions(f.scope, params)
+        column = "day_json" if f.interval == "1d" else "hours_json"
+        pieces.append(
+            f"SELECT gpu, form_factor, provider, pricing, day AS t, {column} AS point_json "
+            f"FROM history_days WHERE {' AND '.join(where)}"
+        )
+    return " UNION ALL ".join(pieces)
 
 
 def _full_buckets(f: HistoryFilters) -> tuple[datetime, datetime] | None:
@@ -211,17 +263,8 @@ def _bucketed(f: HistoryFilters, source: str, where: list[str], *, ordered: bool
 def snapshot_times(conn: duckdb.DuckDBPyConnection, as_of: datetime) -> list[dict[str, Any]]:
     """Each provider's last good snapshot at or before `as_of`: run, observed time, size."""
     cursor = conn.execute(
-        """
-        SELECT provider, s.run_id, s.observed_at, s.offer_count FROM (
-            SELECT provider,
-                   arg_max({'run_id': run_id, 'observed_at': observed_at,
-                            'offer_count': offer_count},
-                           {'observed': observed_at, 'finished': finished_at}) AS s
-            FROM collection_runs WHERE status = 'ok' AND observed_at <= ?
-            GROUP BY provider
-        )
-        ORDER BY provider
-        """,
+        f"SELECT provider, run_id, observed_at, offer_count FROM ({SNAPSHOTS_AS_OF}) "
+        "ORDER BY provider",
         [as_of],
     )
     columns = [d[0] for d in cursor.description]
