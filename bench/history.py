@@ -44,9 +44,9 @@ from warehouse.history import (
     history_sql,
     points_json_sql,
     price_history,
-    price_history_json,
     with_point_json,
 )
+from warehouse.history_json import price_history_json
 from warehouse.offers import latest_offers
 from warehouse.rollups import rebuild_rollups
 from warehouse.summaries import SUMMARY_AGGREGATES

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from itertools import groupby
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +26,11 @@ __all__ = [
     "HistoryFilters",
     "cheapest_available_at",
     "copy_partitioned_parquet",
+    "day_points_column",
     "default_since",
     "history_sql",
     "points_json_sql",
     "with_point_json",
-    "price_history_json",
     "export_query",
     "price_history",
     "prune_before",
@@ -63,7 +61,6 @@ def _summaries_from_raw(conditions: list[str]) -> str:
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_SERIES = ("gpu", "form_factor", "provider", "pricing")
 
 
 def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[dict[str, Any]]:
@@ -86,8 +83,9 @@ def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[di
 
 
 def with_point_json(history: str) -> str:
-    """A history query's rows with their `point_json` (see `POINT_JSON`)."""
-    return f"SELECT *, {POINT_JSON} AS point_json FROM ({history})"
+    """A history query's rows with their `point_json` (see `POINT_JSON`), one point each (no
+    `points_hash`: see `history_sql`)."""
+    return f"SELECT *, {POINT_JSON} AS point_json, NULL::BIGINT AS points_hash FROM ({history})"
 
 
 def points_json_sql(history: str) -> str:
@@ -101,27 +99,6 @@ def points_json_sql(history: str) -> str:
         FROM ({history}) GROUP BY ALL
         ORDER BY gpu, form_factor NULLS FIRST, provider, pricing
     """
-
-
-def price_history_json(
-    conn: duckdb.DuckDBPyConnection, f: HistoryFilters
-) -> list[tuple[str, str | None, str, str, str]]:
-    """`(gpu, form_factor, provider, pricing, points as JSON)` per series: the same points as
-    `price_history`, serialised by DuckDB (kept so in the rollups for whole buckets)."""
-    sql, params = history_sql(f, with_json=True)
-    table = conn.execute(
-        f"SELECT {', '.join(_SERIES)}, point_json FROM ({sql}) "
-        "ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t",
-        params,
-    ).to_arrow_table()
-    # Joined here rather than by an ordered `string_agg`, which copied each piece twice: a year
-    # of hourly points is 365 pieces of a day's points per series.
-    keys = zip(*(table[name].to_pylist() for name in _SERIES), strict=True)
-    rows = zip(keys, table["point_json"].to_pylist(), strict=True)
-    return [
-        (*series, "[" + ",".join(piece for _, piece in pieces) + "]")  # type: ignore[misc]
-        for series, pieces in groupby(rows, key=itemgetter(0))
-    ]
 
 
 def _bucket_start(interval: str) -> str:
@@ -138,11 +115,12 @@ def _bucket_start(interval: str) -> str:
 
 
 def history_sql(
-    f: HistoryFilters, *, rolled_up: bool = True, with_json: bool = False
+    f: HistoryFilters, *, rolled_up: bool = True, with_json: bool = False, day_json: bool = True
 ) -> tuple[str, list[Any]]:
     """The history points of `f`; `rolled_up=False` computes every bucket from the per-snapshot
     summaries (the rollups' reference, in tests and bench/history.py); `with_json` adds each
-    point's `point_json` (kept in the rollups, computed for other buckets)."""
+    point's `point_json` (kept in the rollups, computed for other buckets), whole UTC days as
+    pieces of several points with their `points_hash` (`day_json=False`: the hash alone)."""
     params: list[Any] = []
     # Summaries are per snapshot, GPU, form factor, provider and pricing, not per place or node:
     # any other
@@ -174,7 +152,7 @@ def history_sql(
     # inside a bucket) from the summaries of their snapshots inside [since, until) only.
     low, high = full
     if with_json:
-        whole = _json_pieces(f, low, high, params)
+        whole = _json_pieces(f, low, high, params, day_json)
     else:
         rolled = ["bucket_interval = ?", "t >= ?", "t < ?"]
         params += [f.interval, low, high]
@@ -202,11 +180,14 @@ def history_sql(
     return sql, params
 
 
-def _json_pieces(f: HistoryFilters, low: datetime, high: datetime, params: list[Any]) -> str:
+def _json_pieces(
+    f: HistoryFilters, low: datetime, high: datetime, params: list[Any], day_json: bool
+) -> str:
     """The points of the whole buckets in `[low, high)` as the API's JSON, in pieces of one or
-    more points (`gpu, form_factor, provider, pricing, t, point_json`, `t` the first point's):
-    each whole UTC day from `history_days` (its `1d` point, or its `1h` points already joined),
-    the hours of a partial day at either end from `history_rollups`."""
+    more points (`gpu, form_factor, provider, pricing, t, point_json, points_hash`, `t` the first
+    point's): each whole UTC day from `history_days` (its `1d` point, or its `1h` points already
+    joined; with `day_json` false only its hash), the hours of a partial day at either end from
+    `history_rollups` (no hash)."""
     first_day = bucket_start(low, "1d")
     if first_day < low:
         first_day += ROLLUP_INTERVALS["1d"]
@@ -219,19 +200,24 @@ def _json_pieces(f: HistoryFilters, low: datetime, high: datetime, params: list[
             params += [f.interval, start, end]
             where += scope_conditions(f.scope, params)
             pieces.append(
-                "SELECT gpu, form_factor, provider, pricing, t, point_json "
-                f"FROM history_rollups WHERE {' AND '.join(where)}"
+                "SELECT gpu, form_factor, provider, pricing, t, point_json, "
+                f"NULL::BIGINT AS points_hash FROM history_rollups WHERE {' AND '.join(where)}"
             )
     if first_day < last_day:
         where = ["day >= ?", "day < ?"]
         params += [first_day, last_day]
         where += scope_conditions(f.scope, params)
-        column = "day_json" if f.interval == "1d" else "hours_json"
+        column = day_points_column(f.interval) if day_json else "NULL::VARCHAR"
         pieces.append(
-            f"SELECT gpu, form_factor, provider, pricing, day AS t, {column} AS point_json "
-            f"FROM history_days WHERE {' AND '.join(where)}"
+            f"SELECT gpu, form_factor, provider, pricing, day AS t, {column} AS point_json, "
+            f"points_hash FROM history_days WHERE {' AND '.join(where)}"
         )
     return " UNION ALL ".join(pieces)
+
+
+def day_points_column(interval: str) -> str:
+    """The `history_days` column holding a day's points at `interval` (`1h` or `1d`)."""
+    return "day_json" if interval == "1d" else "hours_json"
 
 
 def _full_buckets(f: HistoryFilters) -> tuple[datetime, datetime] | None:

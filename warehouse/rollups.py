@@ -73,7 +73,7 @@ def _history_days(where: str) -> str:
     return f"""
         INSERT INTO history_days BY NAME
         SELECT d.t AS day, d.gpu, d.form_factor, d.provider, d.pricing, d.point_json AS day_json,
-               h.hours_json
+               h.hours_json, CAST(hash(d.point_json, h.hours_json) >> 1 AS BIGINT) AS points_hash
         FROM history_rollups AS d
         JOIN (
             SELECT {day} AS day, gpu, form_factor, provider, pricing,

@@ -88,7 +88,8 @@ WINDOWS = {
 def test_the_apis_series_joined_from_whole_days_equal_those_computed_from_summaries(
     ingested, interval, window
 ):
-    from warehouse.history import points_json_sql, price_history_json
+    from warehouse.history import points_json_sql
+    from warehouse.history_json import price_history_json
 
     since, until = WINDOWS[window]
     scope = OfferFilters(gpus=frozenset({"H100-80GB", "A100-80GB"}), include_unavailable=True)
@@ -98,3 +99,22 @@ def test_the_apis_series_joined_from_whole_days_equal_those_computed_from_summar
         got = price_history_json(cur, f)
         expected = [tuple(row) for row in cur.execute(points_json_sql(summed), params).fetchall()]
     assert got and got == expected
+
+
+@pytest.mark.parametrize("interval", ["1h", "1d"])
+def test_a_day_rewritten_after_the_api_read_it_is_read_again(ingested, tmp_path, interval):
+    from warehouse.history import points_json_sql
+    from warehouse.history_json import price_history_json
+
+    midnight = T0.replace(hour=0, minute=0)
+    scope = OfferFilters(gpus=frozenset({"H100-80GB"}), include_unavailable=True)
+    f = HistoryFilters(scope, interval, midnight, midnight + timedelta(days=2))
+    with ingested.cursor() as cur:
+        before = price_history_json(cur, f)  # the whole days are now kept by this process
+    # A replay of an earlier time of that day, at prices no snapshot had: the day changes.
+    replay(ingested, tmp_path, "vastai", T0 - timedelta(hours=3), vastai_body(h100=True, factor=4))
+    summed, params = history_sql(f, rolled_up=False, with_json=True)
+    with ingested.cursor() as cur:
+        after = price_history_json(cur, f)
+        expected = [tuple(row) for row in cur.execute(points_json_sql(summed), params).fetchall()]
+    assert after == expected and after != before

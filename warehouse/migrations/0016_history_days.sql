@@ -4,6 +4,8 @@
 -- from `history_rollups`). A year of hourly points of one GPU is then 365 rows per series, not
 -- 8,760 hourly rows scattered among every GPU's and interval's. Rewritten for the run's day at
 -- ingest, after its rollups (one DELETE + one INSERT per provider run, in its transaction).
+-- `points_hash` names the row's content: a server keeps the JSON of a day it has read and reads
+-- only the hashes again while they are unchanged.
 CREATE TABLE history_days (
     day          TIMESTAMPTZ NOT NULL,
     gpu          VARCHAR NOT NULL,
@@ -11,12 +13,13 @@ CREATE TABLE history_days (
     provider     VARCHAR NOT NULL,
     pricing      VARCHAR NOT NULL,
     day_json     VARCHAR NOT NULL,
-    hours_json   VARCHAR NOT NULL
+    hours_json   VARCHAR NOT NULL,
+    points_hash  BIGINT NOT NULL
 );
 
 INSERT INTO history_days BY NAME
 SELECT d.t AS day, d.gpu, d.form_factor, d.provider, d.pricing, d.point_json AS day_json,
-       h.hours_json
+       h.hours_json, CAST(hash(d.point_json, h.hours_json) >> 1 AS BIGINT) AS points_hash
 FROM history_rollups AS d
 JOIN (
     SELECT make_timestamptz(epoch_us(time_bucket(INTERVAL 1 DAY, make_timestamp(epoch_us(t)))))
