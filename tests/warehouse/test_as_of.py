@@ -73,3 +73,12 @@ def test_offers_as_of_are_the_rows_the_driver_returns_for_that_snapshot(warehous
     assert got and got == expected
     assert {row["run_id"] for row in got} == {"v3"}
     assert {row["observed_at"] for row in got} == {T0 + 10 * MINUTE}
+
+
+def test_rows_made_once_per_distinct_time_equal_pyarrows_rows():
+    from warehouse.offers import arrow_rows
+
+    at = pa.array([T0, None, T0, T0 + MINUTE], pa.timestamp("us", tz="UTC"))
+    table = pa.table({"observed_at": at, "offer_id": ["a", "b", None, "d"], "n": [1, 2, 3, None]})
+    assert arrow_rows(table) == table.to_pylist()
+    assert arrow_rows(table.slice(0, 0)) == []
