@@ -6,7 +6,8 @@ offers: reading them back is most of the answer's time. Each row carries `points
 of its content, so a process keeps the pieces it has read (by series, day, interval and hash;
 `KEPT_CHARS` at most, least recently used out) and reads only the hashes of the days again: a
 day rewritten by a run (today, or an older day a replay changed) has a new hash and is read
-again. Partial days at either end and partial buckets are read every time (a few rows).
+again. Partial days at either end and partial buckets are read every time (a few rows), and so
+are `1d` days (one point each: `KEPT_INTERVALS`).
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from warehouse.offers import scope_conditions
 
 __all__ = ["KEPT_CHARS", "KEPT_INTERVALS", "price_history_json"]
 
-KEPT_CHARS = 256_000_000
-"""Characters of days' JSON a process keeps (a year of 1 h points of every GPU: ~75 M)."""
+KEPT_CHARS = 64_000_000
+"""Characters (bytes: the JSON is ASCII) of days' JSON a process keeps: a year of hourly points
+of one GPU is ~14 M at 2,000 offers, of every GPU ~75 M."""
 KEPT_INTERVALS = frozenset({"1h"})
 """Intervals whose days' JSON is kept: a day's 24 hourly points, not its one daily point (read
 again, 0.6 MB a year per GPU, costs less than looking 3,650 days up)."""

@@ -118,3 +118,15 @@ def test_a_day_rewritten_after_the_api_read_it_is_read_again(ingested, tmp_path,
         after = price_history_json(cur, f)
         expected = [tuple(row) for row in cur.execute(points_json_sql(summed), params).fetchall()]
     assert after == expected and after != before
+
+
+def test_the_days_kept_stay_under_their_size_least_recently_used_out():
+    from warehouse.history_json import _Kept
+
+    kept = _Kept(limit=10)
+    keys = [("1h", ("H100-80GB", "SXM", "runpod", "on_demand"), day, 7) for day in range(3)]
+    kept.put(keys[0], "aaaa")
+    kept.put(keys[1], "bbbb")
+    assert kept.get(keys[0]) == "aaaa"  # now the most recently used
+    kept.put(keys[2], "cccc")
+    assert [kept.get(key) for key in keys] == ["aaaa", None, "cccc"]
