@@ -18,7 +18,7 @@ from typing import Any
 
 import duckdb
 
-from warehouse.offers import OfferFilters, scope_conditions
+from warehouse.offers import SNAPSHOTS_AS_OF, OfferFilters, scope_conditions
 from warehouse.rollups import ROLLUP_INTERVALS, bucket_start
 from warehouse.summaries import BUCKET_AGGREGATES, POINT_JSON, SUMMARY_AGGREGATES
 
@@ -26,11 +26,11 @@ __all__ = [
     "HistoryFilters",
     "cheapest_available_at",
     "copy_partitioned_parquet",
+    "day_points_column",
     "default_since",
     "history_sql",
     "points_json_sql",
     "with_point_json",
-    "price_history_json",
     "export_query",
     "price_history",
     "prune_before",
@@ -83,8 +83,9 @@ def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[di
 
 
 def with_point_json(history: str) -> str:
-    """A history query's rows with their `point_json` (see `POINT_JSON`)."""
-    return f"SELECT *, {POINT_JSON} AS point_json FROM ({history})"
+    """A history query's rows with their `point_json` (see `POINT_JSON`), one point each (no
+    `points_hash`: see `history_sql`)."""
+    return f"SELECT *, {POINT_JSON} AS point_json, NULL::BIGINT AS points_hash FROM ({history})"
 
 
 def points_json_sql(history: str) -> str:
@@ -98,15 +99,6 @@ def points_json_sql(history: str) -> str:
         FROM ({history}) GROUP BY ALL
         ORDER BY gpu, form_factor NULLS FIRST, provider, pricing
     """
-
-
-def price_history_json(
-    conn: duckdb.DuckDBPyConnection, f: HistoryFilters
-) -> list[tuple[str, str | None, str, str, str]]:
-    """`(gpu, form_factor, provider, pricing, points as JSON)` per series: the same points as
-    `price_history`, serialised by DuckDB."""
-    sql, params = history_sql(f, with_json=True)
-    return [tuple(row) for row in conn.execute(points_json_sql(sql), params).fetchall()]
 
 
 def _bucket_start(interval: str) -> str:
@@ -123,11 +115,12 @@ def _bucket_start(interval: str) -> str:
 
 
 def history_sql(
-    f: HistoryFilters, *, rolled_up: bool = True, with_json: bool = False
+    f: HistoryFilters, *, rolled_up: bool = True, with_json: bool = False, day_json: bool = True
 ) -> tuple[str, list[Any]]:
     """The history points of `f`; `rolled_up=False` computes every bucket from the per-snapshot
     summaries (the rollups' reference, in tests and bench/history.py); `with_json` adds each
-    point's `point_json` (kept in the rollups, computed for other buckets)."""
+    point's `point_json` (kept in the rollups, computed for other buckets), whole UTC days as
+    pieces of several points with their `points_hash` (`day_json=False`: the hash alone)."""
     params: list[Any] = []
     # Summaries are per snapshot, GPU, form factor, provider and pricing, not per place or node:
     # any other
@@ -158,9 +151,17 @@ def history_sql(
     # Whole buckets come from the rollups; the partial ones at either end (a `since` or `until`
     # inside a bucket) from the summaries of their snapshots inside [since, until) only.
     low, high = full
-    rolled = ["bucket_interval = ?", "t >= ?", "t < ?"]
-    params += [f.interval, low, high]
-    rolled += scope_conditions(f.scope, params)
+    if with_json:
+        whole = _json_pieces(f, low, high, params, day_json)
+    else:
+        rolled = ["bucket_interval = ?", "t >= ?", "t < ?"]
+        params += [f.interval, low, high]
+        rolled += scope_conditions(f.scope, params)
+        whole = f"""
+            SELECT gpu, form_factor, provider, pricing, t, min, min_available, p25, median, max,
+                   offers, available, snapshots
+            FROM history_rollups WHERE {" AND ".join(rolled)}
+        """
     # Each partial bucket on its own plain time range, so zonemaps skip the rest of the year.
     edge_buckets = []
     for start, end in ((f.since, low), (high, f.until)):
@@ -169,17 +170,54 @@ def history_sql(
             params += [start, end]
             bucketed = _bucketed(f, source, edge, ordered=False)
             edge_buckets.append(with_point_json(bucketed) if with_json else bucketed)
-    json_column = ", point_json" if with_json else ""
     sql = f"""
         SELECT * FROM (
-            SELECT gpu, form_factor, provider, pricing, t, min, min_available, p25, median, max,
-                   offers, available, snapshots{json_column}
-            FROM history_rollups WHERE {" AND ".join(rolled)}
+            {whole}
             {"".join(f" UNION ALL BY NAME {edge}" for edge in edge_buckets)}
         )
         {"" if with_json else "ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t"}
-    """  # the JSON path orders inside `points_json_sql`
+    """  # the JSON path orders inside `points_json_sql` or `price_history_json`
     return sql, params
+
+
+def _json_pieces(
+    f: HistoryFilters, low: datetime, high: datetime, params: list[Any], day_json: bool
+) -> str:
+    """The points of the whole buckets in `[low, high)` as the API's JSON, in pieces of one or
+    more points (`gpu, form_factor, provider, pricing, t, point_json, points_hash`, `t` the first
+    point's): each whole UTC day from `history_days` (its `1d` point, or its `1h` points already
+    joined; with `day_json` false only its hash), the hours of a partial day at either end from
+    `history_rollups` (no hash)."""
+    first_day = bucket_start(low, "1d")
+    if first_day < low:
+        first_day += ROLLUP_INTERVALS["1d"]
+    last_day = bucket_start(high, "1d")
+    hours = [(low, first_day), (last_day, high)] if first_day < last_day else [(low, high)]
+    pieces = []
+    for start, end in hours:
+        if start < end:
+            where = ["bucket_interval = ?", "t >= ?", "t < ?"]
+            params += [f.interval, start, end]
+            where += scope_conditions(f.scope, params)
+            pieces.append(
+                "SELECT gpu, form_factor, provider, pricing, t, point_json, "
+                f"NULL::BIGINT AS points_hash FROM history_rollups WHERE {' AND '.join(where)}"
+            )
+    if first_day < last_day:
+        where = ["day >= ?", "day < ?"]
+        params += [first_day, last_day]
+        where += scope_conditions(f.scope, params)
+        column = day_points_column(f.interval) if day_json else "NULL::VARCHAR"
+        pieces.append(
+            f"SELECT gpu, form_factor, provider, pricing, day AS t, {column} AS point_json, "
+            f"points_hash FROM history_days WHERE {' AND '.join(where)}"
+        )
+    return " UNION ALL ".join(pieces)
+
+
+def day_points_column(interval: str) -> str:
+    """The `history_days` column holding a day's points at `interval` (`1h` or `1d`)."""
+    return "day_json" if interval == "1d" else "hours_json"
 
 
 def _full_buckets(f: HistoryFilters) -> tuple[datetime, datetime] | None:
@@ -211,17 +249,8 @@ def _bucketed(f: HistoryFilters, source: str, where: list[str], *, ordered: bool
 def snapshot_times(conn: duckdb.DuckDBPyConnection, as_of: datetime) -> list[dict[str, Any]]:
     """Each provider's last good snapshot at or before `as_of`: run, observed time, size."""
     cursor = conn.execute(
-        """
-        SELECT provider, s.run_id, s.observed_at, s.offer_count FROM (
-            SELECT provider,
-                   arg_max({'run_id': run_id, 'observed_at': observed_at,
-                            'offer_count': offer_count},
-                           {'observed': observed_at, 'finished': finished_at}) AS s
-            FROM collection_runs WHERE status = 'ok' AND observed_at <= ?
-            GROUP BY provider
-        )
-        ORDER BY provider
-        """,
+        f"SELECT provider, run_id, observed_at, offer_count FROM ({SNAPSHOTS_AS_OF}) "
+        "ORDER BY provider",
         [as_of],
     )
     columns = [d[0] for d in cursor.description]

@@ -6,8 +6,10 @@
 - `history_rollups` (`/prices/history` at `1h` and `1d`): per interval, bucket, GPU, form factor,
   provider and pricing, the bucket statistics of `warehouse.history` (`BUCKET_AGGREGATES` over
   the bucket's per-snapshot summaries), recomputed from the summaries of that provider's bucket.
+- `history_days` (the API's JSON of `/prices/history` over whole days): per UTC day and series,
+  the day's `1d` point and its `1h` points, comma-joined, as `history_rollups` holds them.
 
-Both are replaced (`DELETE` + `INSERT`, DuckLake-compatible) for the hour and the day of each
+All are replaced (`DELETE` + `INSERT`, DuckLake-compatible) for the hour and the day of each
 run, in the run's transaction, after its summaries are written.
 """
 
@@ -64,6 +66,30 @@ _HISTORY_ROLL_UP = f"""
 """
 
 
+def _history_days(where: str) -> str:
+    """`history_days` rows from `history_rollups`, for the days of rows matching `where` (with
+    `{r}` before each column)."""
+    day = "make_timestamptz(epoch_us(time_bucket(INTERVAL 1 DAY, make_timestamp(epoch_us(t)))))"
+    return f"""
+        INSERT INTO history_days BY NAME
+        SELECT d.t AS day, d.gpu, d.form_factor, d.provider, d.pricing, d.point_json AS day_json,
+               h.hours_json, CAST(hash(d.point_json, h.hours_json) >> 1 AS BIGINT) AS points_hash
+        FROM history_rollups AS d
+        JOIN (
+            SELECT {day} AS day, gpu, form_factor, provider, pricing,
+                   string_agg(point_json, ',' ORDER BY t) AS hours_json
+            FROM history_rollups WHERE bucket_interval = '1h' AND {where.format(r="")}
+            GROUP BY ALL
+        ) AS h ON h.day = d.t AND h.gpu = d.gpu AND h.provider = d.provider
+              AND h.pricing = d.pricing AND h.form_factor IS NOT DISTINCT FROM d.form_factor
+        WHERE d.bucket_interval = '1d' AND {where.format(r="d.")}
+        ORDER BY day
+    """
+
+
+_RUN_DAY = "{r}provider = ? AND {r}t >= ? AND {r}t < ?"
+
+
 def roll_up_run(conn: duckdb.DuckDBPyConnection, provider: str, observed_at: datetime) -> None:
     """Bring the hour and day of a run (registered as `offer_batch`, its summaries written) into
     both rollups. The index keeps the provider's last snapshot of each bucket, so a replay of an
@@ -77,11 +103,14 @@ def roll_up_run(conn: duckdb.DuckDBPyConnection, provider: str, observed_at: dat
     conn.execute(
         f"DELETE FROM history_rollups WHERE {_THIS_PROVIDERS_BUCKETS}", [provider, hour, day]
     )
-    conn.execute(_HISTORY_ROLL_UP, [hour, day, provider, day, day + ROLLUP_INTERVALS["1d"]])
+    next_day = day + ROLLUP_INTERVALS["1d"]
+    conn.execute(_HISTORY_ROLL_UP, [hour, day, provider, day, next_day])
+    conn.execute("DELETE FROM history_days WHERE provider = ? AND day = ?", [provider, day])
+    conn.execute(_history_days(_RUN_DAY), [provider, day, next_day] * 2)
 
 
 def rebuild_rollups(conn: duckdb.DuckDBPyConnection) -> None:
-    """Both rollups rebuilt from the runs and summaries (what migration 0013 does once, for
+    """The rollups rebuilt from the runs and summaries (what migrations 0013 and 0016 do once, for
     bulk-built warehouses such as bench/history.py's); ingest keeps them up to date after."""
     widths = "(VALUES ('1h', INTERVAL 1 HOUR), ('1d', INTERVAL 1 DAY)) AS i(bucket_interval, width)"
     start = "make_timestamptz(epoch_us(time_bucket(i.width, make_timestamp(epoch_us({0})))))"
@@ -117,3 +146,5 @@ def rebuild_rollups(conn: duckdb.DuckDBPyConnection) -> None:
         ORDER BY t
         """
     )
+    conn.execute("DELETE FROM history_days")
+    conn.execute(_history_days("TRUE"))

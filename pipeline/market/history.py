@@ -17,6 +17,7 @@ from pipeline.market.scope import PLACE_SCOPE, OfferScope, resolve
 from pipeline.timeparse import UtcDateTime
 from warehouse import Warehouse
 from warehouse import history as h
+from warehouse.history_json import price_history_json as history_json
 from warehouse.offers import offers_sql
 
 __all__ = [
@@ -106,7 +107,7 @@ def price_history_json(warehouse: Warehouse, query: HistoryQuery, now: datetime)
     """
     filters = _filters(query, now)
     with warehouse.cursor() as cur:
-        series = h.price_history_json(cur, filters)
+        series = history_json(cur, filters)
     body = {
         "gpu": query.gpu,
         "gpus": sorted(filters.scope.gpus or ()),
