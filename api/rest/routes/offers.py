@@ -23,8 +23,6 @@ from pipeline.market.serving import EncodedAnswer, OffersAnswer, OfferServer, Ro
 from pipeline.timeparse import Duration
 
 router = APIRouter(prefix="/offers", tags=["offers"])
-_OFFER = TypeAdapter(OfferOut)
-_OFFERS = TypeAdapter(list[OfferOut])
 _PROVIDERS = TypeAdapter(list[ProviderFreshnessOut])
 NDJSON = "application/x-ndjson"
 
@@ -161,15 +159,19 @@ async def answer_common_question(app: FastAPI, scope: Scope) -> Response | None:
         return None
 
 
-def _write_rows(rows: list[dict[str, Any]]) -> list[bytes]:
-    """Each row (the columns of `OFFER_JSON`) as `OfferOut` serializes it, without `stale`:
-    orjson writes the same bytes five times faster (tests/api/routes/test_offers_json.py holds
-    it to pydantic's on recorded answers)."""
-    return [orjson.dumps(row, option=orjson.OPT_UTC_Z) for row in rows]
+_OFFER_KEYS = tuple(OfferOut.model_fields)  # `stale` last
 
 
-OFFER_JSON = RowEncoder(tuple(f for f in OfferOut.model_fields if f != "stale"), _write_rows)
-"""How `/offers` writes an offer; the server writes each current offer once per snapshot."""
+def write_offers(rows: list[dict[str, Any]], keys: tuple[str, ...] = _OFFER_KEYS) -> list[bytes]:
+    """Each row (an offer with at least `keys`) as `OfferOut` serializes it (its `keys`):
+    orjson writes the same bytes five times faster than pydantic (tests/api/routes/
+    test_offers_json.py holds it to pydantic's on recorded answers, current and as of a time)."""
+    return [orjson.dumps({k: row[k] for k in keys}, option=orjson.OPT_UTC_Z) for row in rows]
+
+
+OFFER_JSON = RowEncoder(_OFFER_KEYS[:-1], lambda rows: write_offers(rows, _OFFER_KEYS[:-1]))
+"""How `/offers` writes a current offer (without `stale`: the server adds it), once per
+snapshot."""
 
 
 def _part(
@@ -185,12 +187,8 @@ def _part(
 def _offers_part(answer: OffersAnswer, query: OfferQuery) -> _OfferPart:
     """The answer's offers as JSON, how many, and the providers the page reports on."""
     rows = answer.offers
-    parts = [  # in chunks: each call holds the GIL, and a whole page's would stall the loop
-        _OFFERS.dump_json(_OFFERS.validate_python(rows[i : i + _CHUNK_ROWS]))[1:-1]
-        for i in range(0, len(rows), _CHUNK_ROWS)
-    ]
     drawn = frozenset({row["provider"] for row in rows} | set(query.providers))
-    return b"[" + b",".join(parts) + b"]", len(rows), drawn
+    return b"[" + b",".join(write_offers(rows)) + b"]", len(rows), drawn
 
 
 async def _stream(
@@ -207,9 +205,8 @@ async def _stream(
     else:
         rows = (await offload(server.answer, query, clock(), freshness, query.max_age)).offers
         lines = (
-            b"".join(_OFFER.dump_json(_OFFER.validate_python(r)) + b"\n" for r in rows[i:j])
+            b"\n".join(write_offers(rows[i : i + _CHUNK_ROWS])) + b"\n"
             for i in range(0, len(rows), _CHUNK_ROWS)
-            if (j := i + _CHUNK_ROWS)
         )
     return StreamingResponse(lines, media_type=NDJSON)
 
