@@ -31,6 +31,7 @@ from warehouse.offers import (
     GpuFigure,
     OfferFilters,
     SortKey,
+    arrow_rows,
     offers_relation,
     order_by,
     sort_columns,
@@ -44,7 +45,7 @@ Mask = npt.NDArray[np.bool_]
 _LOADED_ORDER: SortKey = "price_per_gpu_hour"
 _FIRST_STEP = 2048
 """Candidates read at first when a limit is given (then twice as many each step)."""
-_BATCH_ROWS = 128
+_BATCH_ROWS = 512
 """Rows turned into Python objects per call: a few ms each, so other threads get the GIL."""
 _NUMBERS = (
     "price_per_gpu_hour", "price_per_hour", "gpu_count", "vram_gb", "reliability", "vcpus",
@@ -210,8 +211,9 @@ class CurrentOffers:
         """The rows at `positions` (only `columns`, in that order, when given)."""
         table = self.table if columns is None else self.table.select(columns)
         taken = table.take(pa.array(positions, pa.int64()))
-        # In batches: one long to_pylist would hold the GIL (and stall the event loop) throughout
-        return [row for b in taken.to_batches(max_chunksize=_BATCH_ROWS) for row in b.to_pylist()]
+        # In batches: one long conversion would hold the GIL (and stall the event loop) throughout
+        batches = taken.to_batches(max_chunksize=_BATCH_ROWS)
+        return [row for b in batches for row in arrow_rows(pa.Table.from_batches([b]))]
 
     def codes(self, column: str) -> tuple[np.ndarray, list[str]]:
         """A text column (`gpu`, `provider`, ...) of every row as codes, and the names they
