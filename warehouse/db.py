@@ -193,9 +193,12 @@ class Warehouse:
             _leases.release_lease(self.lake.conninfo, name, holder)
 
     def schema_version(self) -> int:
+        """The newest migration applied (0: none, or no migration table at all)."""
         with self.cursor() as cur:
-            cur.execute(_SCHEMA_VERSION_DDL)
-            row = cur.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
+            try:
+                row = cur.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()
+            except duckdb.CatalogException:
+                return 0
         return int(row[0]) if row else 0
 
     def migrate(self) -> list[str]:

@@ -15,30 +15,29 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any, TypeVar
 
 import numpy as np
-import numpy.typing as npt
 
 from pipeline.market.freshness import (
     ProviderFreshness,
     provider_freshness,
     provider_status,
     rate_is_stale,
-    rate_stale_rows,
     stored_rate_dates,
     within_max_age,
 )
 from pipeline.market.history import check_as_of, snapshots_as_of
 from pipeline.market.offers import OfferQuery, current_offers
+from pipeline.market.written import EncodedAnswer, RowEncoder, WrittenCopy, write_copy
 from pipeline.settings import Settings
 from warehouse import OfferFilters, Warehouse
 from warehouse.current import CurrentOffers
 
-__all__ = ["EncodedAnswer", "OfferServer", "OffersAnswer", "RowEncoder", "answer_offers"]
+__all__ = ["OfferServer", "OffersAnswer", "answer_offers"]
 
 T = TypeVar("T")
 
@@ -48,81 +47,12 @@ process's warehouse shows at once (`Warehouse.generation`); the TTL bounds how l
 written by another process (a collector on the same lake) shows."""
 DERIVED_KEPT = 512
 """Derived answers (e.g. serialised pages) kept per snapshot version, least recently used out."""
-ENCODED_CHUNK = 1024
-"""Offers joined per piece of an encoded answer (an NDJSON stream sends it as it goes)."""
-ENCODE_ROWS = 4096
-"""Offers read into Python and encoded per step when a copy's JSON is made."""
-_STALE = {True: b',"stale":true}', False: b',"stale":false}'}
 
 
 @dataclass(frozen=True, slots=True)
 class OffersAnswer:
     offers: list[dict[str, Any]]
     providers: list[ProviderFreshness]
-
-
-@dataclass(frozen=True, slots=True)
-class RowEncoder:
-    """How a front end writes offers as JSON: the row keys it reads, in order, and the
-    function that writes each row as one JSON object (without `stale`: the server adds it)."""
-
-    columns: tuple[str, ...]
-    encode: Callable[[list[dict[str, Any]]], list[bytes]]
-
-
-@dataclass(frozen=True, slots=True)
-class EncodedAnswer:
-    """An answer's offers as JSON objects made before (each without its closing brace, in the
-    answer's order) and whether each is stale: `array()` joins them (or `array_pieces()`, a
-    piece at a time), `pieces()` streams them as NDJSON lines."""
-
-    count: int
-    providers: list[ProviderFreshness]
-    rows: list[bytes]
-    stale: npt.NDArray[np.bool_]
-
-    def array(self) -> bytes:
-        """The offers as one JSON array, each object with its `stale` key last."""
-        return b"".join(self.array_pieces(max(1, self.count)))
-
-    def array_size(self) -> int:
-        """How many bytes `array()` makes, without making it."""
-        stale = int(self.stale.sum())
-        ends = stale * len(_STALE[True]) + (self.count - stale) * len(_STALE[False])
-        return 2 + sum(map(len, self.rows)) + ends + max(0, self.count - 1)
-
-    def array_pieces(self, rows_per_piece: int) -> Iterator[bytes]:
-        """`array()` in pieces of `rows_per_piece` objects, each made as it is asked for."""
-        yield b"["
-        uniform = not self.stale.any() or self.stale.all()  # one ending for every object
-        for start in range(0, self.count, rows_per_piece):
-            rows = self.rows[start : start + rows_per_piece]
-            if uniform:
-                end = _STALE[bool(self.stale[0])]
-                piece = (end + b",").join(rows) + end
-            else:
-                stale = self.stale[start : start + rows_per_piece].tolist()
-                piece = b",".join([row + _STALE[s] for row, s in zip(rows, stale, strict=True)])
-            yield b"," + piece if start else piece
-        yield b"]"
-
-    def pieces(self) -> Iterator[list[bytes]]:
-        """The objects, `ENCODED_CHUNK` at a time (an NDJSON stream sends them as it goes)."""
-        for start in range(0, self.count, ENCODED_CHUNK):
-            stale = self.stale[start : start + ENCODED_CHUNK].tolist()
-            rows = self.rows[start : start + ENCODED_CHUNK]
-            yield [row + _STALE[s] for row, s in zip(rows, stale, strict=True)]
-
-
-@dataclass(slots=True)
-class _Encoded:
-    """Every offer of one copy as JSON (without its closing brace), by position, and whether
-    its exchange rate makes it stale (`rate_is_stale`, fixed for the snapshot)."""
-
-    encoder: RowEncoder
-    rows: list[bytes]
-    rate_stale: npt.NDArray[np.bool_]
-    stale_of_providers: dict[frozenset[str], npt.NDArray[np.bool_]] = field(default_factory=dict)
 
 
 def _within_max_age(
@@ -207,7 +137,7 @@ class _Snapshots:
     read_at: float
     generation: int
     copy: CurrentOffers | None = None
-    encoded: _Encoded | None = None
+    encoded: WrittenCopy | None = None
     derived: OrderedDict[Hashable, Any] | None = None
     freshness: tuple[datetime, list[ProviderFreshness]] | None = None
     """The last freshness made from this read, and for which second."""
@@ -309,7 +239,7 @@ class OfferServer:
                     held.copy = copy
         return copy
 
-    def _encoded(self, held: _Snapshots, copy: CurrentOffers, encoder: RowEncoder) -> _Encoded:
+    def _encoded(self, held: _Snapshots, copy: CurrentOffers, encoder: RowEncoder) -> WrittenCopy:
         """Every offer of `copy` as `encoder` writes it: made once per copy (off the event
         loop: the first question after a snapshot changes waits for it)."""
         made = held.encoded
@@ -317,12 +247,8 @@ class OfferServer:
             with self._lock:
                 made = held.encoded
                 if made is None or made.encoder is not encoder:
-                    rows: list[bytes] = []
-                    for start in range(0, copy.size, ENCODE_ROWS):
-                        at = np.arange(start, min(copy.size, start + ENCODE_ROWS))
-                        written = encoder.encode(copy.rows_at(at, list(encoder.columns)))
-                        rows += [raw[:-1] for raw in written]  # without "}": `stale` goes last
-                    made = held.encoded = _Encoded(encoder, rows, rate_stale_rows(copy.table))
+                    made = write_copy(copy, encoder)
+                    held.encoded = made
         return made
 
     def offers(self, query: OfferQuery) -> list[dict[str, Any]]:
@@ -346,7 +272,8 @@ class OfferServer:
             return None
         restricted = _within_max_age(query, freshness, max_age)
         if restricted is None:
-            return EncodedAnswer(0, [], [], np.zeros(0, np.bool_))
+            nothing = np.zeros(0, np.int64)
+            return EncodedAnswer(0, [], [], nothing, nothing.astype(np.bool_), nothing)
         filters = restricted.filters()
         held = self._snapshots()
         copy = self._copy(held, filters)
@@ -359,10 +286,9 @@ class OfferServer:
             provider_stale = np.array([name in stale_providers for name in names] + [False])
             made.stale_of_providers[stale_providers] = provider_stale
         stale = provider_stale[codes[positions]] | made.rate_stale[positions]
-        rows = list(map(made.rows.__getitem__, positions.tolist()))
         drawn = copy.distinct_at("provider", positions) | set(restricted.providers)
         providers = _reported(freshness, drawn, restricted.providers)
-        return EncodedAnswer(len(rows), providers, rows, stale)
+        return EncodedAnswer(len(positions), providers, made.rows, positions, stale, made.sizes)
 
     def answer(
         self,

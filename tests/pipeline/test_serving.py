@@ -8,7 +8,8 @@ import orjson
 
 from pipeline.collection.collect import run_collection
 from pipeline.market.offers import OfferQuery, current_offers
-from pipeline.market.serving import OfferServer, RowEncoder, answer_offers
+from pipeline.market.serving import OfferServer, answer_offers
+from pipeline.market.written import RowEncoder
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES, OBSERVED_AT
 from tests.pipeline.test_eu_clouds import collect

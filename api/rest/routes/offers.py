@@ -19,7 +19,8 @@ from api.rest.schemas import OfferOut, OffersPage, ProviderFreshnessOut
 from pipeline.errors import PipelineError
 from pipeline.market.freshness import ProviderFreshness
 from pipeline.market.offers import OfferQuery
-from pipeline.market.serving import EncodedAnswer, OffersAnswer, OfferServer, RowEncoder
+from pipeline.market.serving import OffersAnswer, OfferServer
+from pipeline.market.written import EncodedAnswer, RowEncoder
 from pipeline.timeparse import Duration
 
 router = APIRouter(prefix="/offers", tags=["offers"])
