@@ -223,10 +223,14 @@ def order_by(sort: SortKey) -> str:
     )
 
 
-def latest_offers(conn: duckdb.DuckDBPyConnection, filters: OfferFilters) -> list[dict[str, Any]]:
-    """Offers of each provider's latest good snapshot (or the one as of `filters.as_of`)."""
-    snapshots = None
-    if filters.as_of is not None:
+def latest_offers(
+    conn: duckdb.DuckDBPyConnection,
+    filters: OfferFilters,
+    snapshots: list[tuple[str, datetime]] | None = None,
+) -> list[dict[str, Any]]:
+    """Offers of each provider's latest good snapshot (or the one as of `filters.as_of`: each
+    provider's (run, observed_at) then, found here unless given as `snapshots`)."""
+    if filters.as_of is not None and snapshots is None:
         snapshots = conn.execute(
             f"SELECT run_id, observed_at FROM ({SNAPSHOTS_AS_OF})", [filters.as_of]
         ).fetchall()

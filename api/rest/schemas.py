@@ -27,6 +27,7 @@ __all__ = [
 class OfferOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
+    run_id: str = Field(description="The collection run that observed it (see /providers)")
     provider: str
     offer_id: str
     gpu: str | None = Field(description="Canonical GPU id; null when the catalog does not know it")
@@ -61,12 +62,12 @@ class OfferOut(BaseModel):
         default=None, description="USD per unit of `currency` (ECB); null for USD offers"
     )
     fx_date: date | None = Field(default=None, description="Date of the ECB rate used")
-    setup_fee_usd: float | None = Field(default=None, description="One-off setup fee, USD")
     setup_fee_native: float | None = Field(default=None, description="Setup fee in `currency`")
+    setup_fee_usd: float | None = Field(default=None, description="One-off setup fee, USD")
+    price_per_month_native: float | None = None
     price_per_month_usd: float | None = Field(
         default=None, description="Monthly cap on the hourly billing, USD"
     )
-    price_per_month_native: float | None = None
     published_usd_per_hour: float | None = Field(
         default=None,
         description="The provider's own USD figure beside a non-USD price: a check, never the "
@@ -82,7 +83,6 @@ class OfferOut(BaseModel):
         description="GPUs linked by NVLink (SXM boards); null where the catalog cannot tell "
         "(a PCIe card a bridge may link)",
     )
-    run_id: str = Field(description="The collection run that observed it (see /providers)")
     stale: bool = Field(
         default=False,
         description="Its provider's snapshot is stale, or its exchange rate is over 7 days old",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -52,13 +53,17 @@ class OfferQuery(OfferScope):
 
 
 def current_offers(
-    warehouse: Warehouse, query: OfferQuery, catalog: Catalog | None = None
+    warehouse: Warehouse,
+    query: OfferQuery,
+    catalog: Catalog | None = None,
+    snapshots: list[tuple[str, datetime]] | None = None,
 ) -> list[dict[str, Any]]:
-    """Offers of each provider's latest good snapshot (or as of `query.as_of`), cheapest first:
-    one query (a serving process answers from memory: `pipeline.market.serving.OfferServer`)."""
+    """Offers of each provider's latest good snapshot (or as of `query.as_of`: `snapshots`,
+    each provider's run then, when the caller has found them), cheapest first: one query (a
+    serving process answers current offers from memory: `pipeline.market.serving`)."""
     filters = query.filters(catalog)
     with warehouse.cursor() as cur:
-        return wo.latest_offers(cur, filters)
+        return wo.latest_offers(cur, filters, snapshots)
 
 
 def unknown_gpus(warehouse: Warehouse) -> list[dict[str, Any]]:

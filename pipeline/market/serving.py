@@ -74,10 +74,10 @@ def _reported(
 
 
 def _as_of_freshness(
-    warehouse: Warehouse, settings: Settings, as_of: datetime
+    settings: Settings, as_of: datetime, snapshots: list[dict[str, Any]]
 ) -> list[ProviderFreshness]:
     result = []
-    for snap in snapshots_as_of(warehouse, as_of):
+    for snap in snapshots:
         age = as_of - snap["observed_at"]
         threshold = settings.stale_threshold(snap["provider"])
         result.append(
@@ -112,18 +112,20 @@ def answer_offers(
     failed still serves its last good snapshot, marked stale. `offers` answers the query
     (default: the warehouse).
     """
-    if query.as_of is not None:
+    select = offers or (lambda q: current_offers(warehouse, q))
+    if query.as_of is not None:  # each provider's snapshot then, found once for both uses
         check_as_of(query.as_of, now, settings.retention)
-        freshness = _as_of_freshness(warehouse, settings, query.as_of)
+        snapshots = snapshots_as_of(warehouse, query.as_of)
+        freshness = _as_of_freshness(settings, query.as_of, snapshots)
+        runs = [(snap["run_id"], snap["observed_at"]) for snap in snapshots]
+        select = lambda q: current_offers(warehouse, q, snapshots=runs)  # noqa: E731
     restricted = _within_max_age(query, freshness, max_age)
     if restricted is None:
         return OffersAnswer(offers=[], providers=[])
-    select = offers or (lambda q: current_offers(warehouse, q))
     stale = {f.provider for f in freshness if f.stale}
-    rows = [
-        {**row, "stale": row["provider"] in stale or rate_is_stale(row)}
-        for row in select(restricted)
-    ]
+    rows = select(restricted)
+    for row in rows:  # fresh dicts, ours to mark
+        row["stale"] = row["provider"] in stale or rate_is_stale(row)
     drawn = {row["provider"] for row in rows} | set(restricted.providers)
     return OffersAnswer(offers=rows, providers=_reported(freshness, drawn, restricted.providers))
 
