@@ -266,10 +266,13 @@ class OfferServer:
         freshness: Sequence[ProviderFreshness],
         encoder: RowEncoder,
         max_age: timedelta | None = None,
+        *,
+        ready_only: bool = False,
     ) -> EncodedAnswer | None:
         """The answer of `answer` with its offers as `encoder` writes them, each written once
         per snapshot; None where the in-memory copy does not answer the filters (`as_of`,
-        `region`)."""
+        `region`). With `ready_only`, None also unless the copy and its JSON are made for the
+        snapshots in force: nothing is read or made (what the event loop may ask)."""
         if query.as_of is not None or query.region is not None:
             return None
         restricted = _within_max_age(query, freshness, max_age)
@@ -277,9 +280,16 @@ class OfferServer:
             nothing = np.zeros(0, np.int64)
             return EncodedAnswer(0, [], [], nothing, nothing.astype(np.bool_), nothing)
         filters = restricted.filters()
-        held = self._snapshots()
-        copy = self._copy(held, filters)
-        made = self._encoded(held, copy, encoder)
+        if ready_only:
+            held = self._fresh()
+            made = held.encoded if held is not None else None
+            if held is None or held.copy is None or made is None or made.encoder is not encoder:
+                return None
+            copy = held.copy
+        else:
+            held = self._snapshots()
+            copy = self._copy(held, filters)
+            made = self._encoded(held, copy, encoder)
         positions = copy.select(filters)
         codes, names = copy.codes("provider")
         stale_providers = frozenset(f.provider for f in freshness if f.stale)

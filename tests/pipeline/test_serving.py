@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from unittest.mock import patch
 
 import orjson
 
 from pipeline.collection.collect import run_collection
 from pipeline.market.offers import OfferQuery, current_offers
-from pipeline.market.serving import OfferServer, answer_offers
+from pipeline.market.serving import STATUS_TTL_S, OfferServer, answer_offers
 from pipeline.market.written import RowEncoder
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES, OBSERVED_AT
@@ -76,3 +77,17 @@ def test_an_encoded_answer_marks_offers_stale_as_answer_offers_does(warehouse):
     for rows_per_piece in (1, 2, 1000):
         assert b"".join(answer.array_pieces(rows_per_piece)) == answer.array()
     assert answer.array_size() == len(answer.array())
+
+
+def test_a_ready_only_answer_reads_and_makes_nothing(warehouse, db_path):
+    _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)
+    server = OfferServer(warehouse, Settings(db=db_path))
+    freshness = server.freshness(OBSERVED_AT)
+    encoder = RowEncoder(("provider", "offer_id"), lambda rows: [orjson.dumps(r) for r in rows])
+    assert server.encoded(OfferQuery(), freshness, encoder, ready_only=True) is None  # not made
+    made = server.encoded(OfferQuery(gpu="H100"), freshness, encoder)
+    ready = server.encoded(OfferQuery(gpu="H100"), freshness, encoder, ready_only=True)
+    assert made is not None and ready is not None and ready.array() == made.array()
+    server._held.read_at -= STATUS_TTL_S  # the runs were read too long ago: a read is due
+    with patch("pipeline.market.serving.provider_status", side_effect=AssertionError("read")):
+        assert server.encoded(OfferQuery(), freshness, encoder, ready_only=True) is None

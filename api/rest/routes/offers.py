@@ -110,9 +110,8 @@ async def _current_page(
     (quicker than a thread's round trip), a large one sent a piece at a time. Before that, and
     for a `region` (answered by the warehouse), it is made in a worker thread and kept for the
     snapshots in force, for the stale providers it was made with."""
-    if server.ready(OFFER_JSON) and query.region is None:
-        answer = server.encoded(query, freshness, OFFER_JSON)
-        assert answer is not None  # the copy answers every filter but `region`
+    answer = server.encoded(query, freshness, OFFER_JSON, ready_only=True)
+    if answer is not None:
         if answer.count > IN_ONE_PIECE_ROWS:
             return _PageInPieces(answer)
         return _page(answer.array(), answer.count, answer.providers)
