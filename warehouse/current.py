@@ -65,7 +65,8 @@ _BOUNDS: tuple[tuple[str, str, Callable[[Any, Any], Mask]], ...] = (
     ("min_disk_gb", "disk_gb", np.greater_equal),
 )
 """(filter, column, comparison): a bound on a numeric column (NaN, i.e. NULL, never passes)."""
-_REQUIRED_FLAGS = (("verified", "verified"), ("nvlink", "nvlink"))
+_REQUIRED_FLAGS = ("verified", "nvlink")
+"""Flags a filter of the same name requires true (NULL, unknown, never passes)."""
 
 
 class _Text:
@@ -288,9 +289,12 @@ class CurrentOffers:
             if values is not None:
                 conditions.append(texts[name].among(columns[name], values))
 
+        def equal(name: str, value: str | None) -> None:  # as the SQL: None or "", any value
+            among(name, frozenset({value}) if value else None)
+
         among("provider", filters.providers)
-        among("pricing", frozenset({filters.pricing}) if filters.pricing else None)
-        among("form_factor", frozenset({filters.form_factor}) if filters.form_factor else None)
+        equal("pricing", filters.pricing)
+        equal("form_factor", filters.form_factor)
         for name, column, compare in _BOUNDS:
             value = getattr(filters, name)
             if value is not None:
@@ -298,12 +302,11 @@ class CurrentOffers:
         if filters.min_total_vram_gb is not None:
             total = columns["gpu_count"] * columns["vram_gb"]
             conditions.append(total >= filters.min_total_vram_gb)
-        conditions += [columns[column] for name, column in _REQUIRED_FLAGS
-                       if getattr(filters, name)]  # fmt: skip
+        conditions += [columns[name] for name in _REQUIRED_FLAGS if getattr(filters, name)]
         if not filters.include_unavailable:
             conditions.append(columns["available"])
         among("country", filters.countries or None)  # as the SQL: an empty set, any country
-        among("continent", frozenset({filters.continent}) if filters.continent else None)
+        equal("continent", filters.continent)
         if filters.jurisdiction in ("eea", "eu"):
             conditions.append(columns[filters.jurisdiction])
         if not conditions:

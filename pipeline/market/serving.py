@@ -176,8 +176,14 @@ class OfferServer:
     def ready(self, encoder: RowEncoder) -> bool:
         """Whether the snapshots in force are read, held in memory and written by `encoder`:
         a question is then a selection over arrays and a join of bytes, nothing more."""
+        return self._ready(encoder) is not None
+
+    def _ready(self, encoder: RowEncoder) -> tuple[CurrentOffers, WrittenCopy] | None:
+        """The copy in force and its JSON by `encoder`, where both are made; reads nothing."""
         held = self._fresh()
-        return held is not None and held.encoded is not None and held.encoded.encoder is encoder
+        if held is None or held.copy is None or held.encoded is None:
+            return None
+        return (held.copy, held.encoded) if held.encoded.encoder is encoder else None
 
     def peek(self, key: Hashable) -> Any | None:
         """What `derived(key, ...)` holds for the snapshots in force, reading nothing; else None."""
@@ -277,15 +283,13 @@ class OfferServer:
             return None
         restricted = _within_max_age(query, freshness, max_age)
         if restricted is None:
-            nothing = np.zeros(0, np.int64)
-            return EncodedAnswer(0, [], [], nothing, nothing.astype(np.bool_), nothing)
+            return EncodedAnswer.empty(encoder)
         filters = restricted.filters()
         if ready_only:
-            held = self._fresh()
-            made = held.encoded if held is not None else None
-            if held is None or held.copy is None or made is None or made.encoder is not encoder:
+            ready = self._ready(encoder)
+            if ready is None:
                 return None
-            copy = held.copy
+            copy, made = ready
         else:
             held = self._snapshots()
             copy = self._copy(held, filters)
@@ -300,7 +304,7 @@ class OfferServer:
         stale = provider_stale[codes[positions]] | made.rate_stale[positions]
         drawn = copy.distinct_at("provider", positions) | set(restricted.providers)
         providers = _reported(freshness, drawn, restricted.providers)
-        return EncodedAnswer(len(positions), providers, made.rows, positions, stale, made.sizes)
+        return EncodedAnswer(providers, made, positions, stale)
 
     def answer(
         self,

@@ -36,23 +36,43 @@ class RowEncoder:
     encode: Callable[[list[dict[str, Any]]], list[bytes]]
 
 
+@dataclass(slots=True)
+class WrittenCopy:
+    """Every offer of one copy as JSON (without its closing brace), by position, and whether
+    its exchange rate makes it stale (`rate_is_stale`, fixed for the snapshot)."""
+
+    encoder: RowEncoder
+    rows: list[bytes]
+    sizes: npt.NDArray[np.int64]
+    rate_stale: npt.NDArray[np.bool_]
+    stale_of_providers: dict[frozenset[str], npt.NDArray[np.bool_]] = field(default_factory=dict)
+
+
 @dataclass(frozen=True, slots=True)
 class EncodedAnswer:
-    """An answer's offers as JSON objects made before (`written`, each without its closing
-    brace, at `positions` in the answer's order) and whether each is stale: `array()` joins
-    them (or `array_pieces()`, a piece at a time), `pieces()` streams them as NDJSON lines.
-    Nothing is taken from `written` before a piece is asked for."""
+    """An answer's offers as JSON objects made before (`written`, at `positions` in the
+    answer's order) and whether each is stale: `array()` joins them (or `array_pieces()`, a
+    piece at a time), `pieces()` streams them as NDJSON lines. Nothing is taken from `written`
+    before a piece is asked for."""
 
-    count: int
     providers: list[ProviderFreshness]
-    written: list[bytes]
+    written: WrittenCopy
     positions: npt.NDArray[np.int64]
     stale: npt.NDArray[np.bool_]
-    sizes: npt.NDArray[np.int64]
-    """`len()` of each of `written`."""
+
+    @classmethod
+    def empty(cls, encoder: RowEncoder) -> EncodedAnswer:
+        nothing = np.zeros(0, np.int64)
+        written = WrittenCopy(encoder, [], nothing, nothing.astype(np.bool_))
+        return cls([], written, nothing, nothing.astype(np.bool_))
+
+    @property
+    def count(self) -> int:
+        return len(self.positions)
 
     def rows(self, start: int, stop: int) -> list[bytes]:
-        return list(map(self.written.__getitem__, self.positions[start:stop].tolist()))
+        rows = self.written.rows
+        return list(map(rows.__getitem__, self.positions[start:stop].tolist()))
 
     def array(self) -> bytes:
         """The offers as one JSON array, each object with its `stale` key last."""
@@ -62,7 +82,8 @@ class EncodedAnswer:
         """How many bytes `array()` makes, without making it."""
         stale = int(self.stale.sum())
         ends = stale * len(_STALE[True]) + (self.count - stale) * len(_STALE[False])
-        return 2 + int(self.sizes[self.positions].sum()) + ends + max(0, self.count - 1)
+        sizes = int(self.written.sizes[self.positions].sum())
+        return 2 + sizes + ends + max(0, self.count - 1)
 
     def array_pieces(self, rows_per_piece: int) -> Iterator[bytes]:
         """`array()` in pieces of `rows_per_piece` objects, each made as it is asked for."""
@@ -85,18 +106,6 @@ class EncodedAnswer:
     def _ended(self, start: int, stop: int) -> list[bytes]:
         stale = self.stale[start:stop].tolist()
         return [row + _STALE[s] for row, s in zip(self.rows(start, stop), stale, strict=True)]
-
-
-@dataclass(slots=True)
-class WrittenCopy:
-    """Every offer of one copy as JSON (without its closing brace), by position, and whether
-    its exchange rate makes it stale (`rate_is_stale`, fixed for the snapshot)."""
-
-    encoder: RowEncoder
-    rows: list[bytes]
-    sizes: npt.NDArray[np.int64]
-    rate_stale: npt.NDArray[np.bool_]
-    stale_of_providers: dict[frozenset[str], npt.NDArray[np.bool_]] = field(default_factory=dict)
 
 
 def write_copy(copy: CurrentOffers, encoder: RowEncoder) -> WrittenCopy:

@@ -10,10 +10,16 @@ import orjson
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Response
 from fastapi.responses import StreamingResponse
 from pydantic import Field, TypeAdapter, ValidationError
-from starlette.concurrency import run_in_threadpool
 from starlette.types import Receive, Scope, Send
 
-from api.rest.deps import ClockDep, FreshnessDep, OfferServerDep, Offload, OffloadDep
+from api.rest.deps import (
+    ClockDep,
+    FreshnessDep,
+    OfferServerDep,
+    Offload,
+    OffloadDep,
+    get_freshness,
+)
 from api.rest.parameters import MAX_OFFERS_PAGE, query_model
 from api.rest.schemas import OfferOut, OffersPage, ProviderFreshnessOut
 from pipeline.errors import PipelineError
@@ -147,12 +153,7 @@ async def answer_common_question(app: FastAPI, scope: Scope) -> Response | None:
     if query is None or query.max_age is not None or query.as_of is not None:
         return None
     query = query.model_copy(update={"limit": query.limit or MAX_OFFERS_PAGE})
-    collector = state.collector
-    next_runs = collector.next_run_at if collector is not None else (lambda _name: None)
-    if server.warm():
-        freshness = server.freshness(state.clock(), next_runs)
-    else:  # the runs are read again (once a second at most): off the event loop
-        freshness = await run_in_threadpool(server.freshness, state.clock(), next_runs)
+    freshness = await get_freshness(server, state.clock, state.collector)  # as the route's
     try:
         return await _current_page(server, state.clock, freshness, query, offload)
     except PipelineError:  # the route says why, as a problem detail
