@@ -287,13 +287,17 @@ def cheapest_available_at(
 
 
 def prune_before(conn: duckdb.DuckDBPyConnection, cutoff: datetime) -> dict[str, int]:
-    """Delete raw observations and quarantined records observed before `cutoff`.
+    """Delete raw observations and quarantined records observed before `cutoff`, except the
+    observations of each provider's newest good snapshot (`current_offers`, however old).
 
     Their summaries stay: they were written in the same transaction as the snapshot.
     """
     deleted = {}
-    for table in ("offer_observations", "quarantine"):
-        row = conn.execute(f"DELETE FROM {table} WHERE observed_at < ?", [cutoff]).fetchone()
+    for table, kept in (
+        ("offer_observations", " AND run_id NOT IN (SELECT DISTINCT run_id FROM current_offers)"),
+        ("quarantine", ""),
+    ):
+        row = conn.execute(f"DELETE FROM {table} WHERE observed_at < ?{kept}", [cutoff]).fetchone()
         deleted[table] = int(row[0]) if row else 0
     return deleted
 

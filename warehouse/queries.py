@@ -56,7 +56,8 @@ def insert_run(
     `offers` and `rejects` are Arrow tables whose columns are stored `BY NAME`; the schema they
     follow is the scrapers' (`scrapers.models.OFFER_SCHEMA`), checked here against the columns
     the migrations made, not declared a second time. Call inside `Warehouse.transaction()` so
-    that a run is stored whole or not at all.
+    that a run is stored whole or not at all. The provider's current offers are not written
+    again: `current_offers` is a view of each provider's newest good snapshot (migration 0017).
     """
     conn.execute(
         "INSERT INTO collection_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -82,13 +83,8 @@ def insert_run(
                 conn.execute("INSERT INTO offer_observations BY NAME SELECT * FROM offer_batch")
                 conn.execute(SUMMARISE_BATCH)
                 roll_up_run(conn, run.provider, run.observed_at)
-                if _is_latest_snapshot(conn, run):
-                    conn.execute("DELETE FROM current_offers WHERE provider = ?", [run.provider])
-                    conn.execute("INSERT INTO current_offers BY NAME SELECT * FROM offer_batch")
         finally:
             conn.unregister("offer_batch")
-    elif run.status == "ok" and _is_latest_snapshot(conn, run):
-        conn.execute("DELETE FROM current_offers WHERE provider = ?", [run.provider])
     if rejects is not None and rejects.num_rows:
         batch = rejects.append_column("run_id", pa.array([run.run_id] * rejects.num_rows))
         conn.register("reject_batch", batch)
@@ -139,21 +135,6 @@ def _one_thread(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
         yield
     finally:
         conn.execute(f"SET threads = {int(threads[0]) if threads else 1}")
-
-
-def _is_latest_snapshot(conn: duckdb.DuckDBPyConnection, run: RunRow) -> bool:
-    """Whether `run` (already inserted) is now its provider's newest good snapshot.
-
-    A replay with an older `--at` is history, not the current snapshot.
-    """
-    row = conn.execute(
-        """
-        SELECT run_id FROM collection_runs WHERE provider = ? AND status = 'ok'
-        ORDER BY observed_at DESC, finished_at DESC LIMIT 1
-        """,
-        [run.provider],
-    ).fetchone()
-    return row is not None and row[0] == run.run_id
 
 
 _LATEST_OK_RUNS = """

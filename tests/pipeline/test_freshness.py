@@ -60,3 +60,16 @@ def test_pruning_drops_old_raw_observations_but_history_keeps_them(warehouse):
     query = HistoryQuery(gpu="A100-80GB", interval="1d", since=old - timedelta(days=1))
     series = price_history(warehouse, query, OBSERVED_AT)["series"]
     assert {len(s["points"]) for s in series} == {2}  # the pruned day is still in history
+
+
+def test_pruning_keeps_a_providers_newest_snapshot_however_old(warehouse):
+    from pipeline.market.history import prune
+    from pipeline.market.offers import OfferQuery, current_offers
+
+    old = OBSERVED_AT - timedelta(days=120)
+    run_collection(["vastai"], warehouse, replays=VAST, now=lambda: old - timedelta(days=1))
+    run_collection(["vastai"], warehouse, replays=VAST, now=lambda: old)
+    deleted = prune(warehouse, OBSERVED_AT, timedelta(days=90))
+    assert deleted["offer_observations"] == 13  # the older snapshot only
+    offers = current_offers(warehouse, OfferQuery(include_unavailable=True))
+    assert len(offers) == 13 and {o["observed_at"] for o in offers} == {old}
