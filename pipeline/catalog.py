@@ -114,6 +114,9 @@ class Catalog:
                         index[key].append(variant)
             self._ids_by_family[full_key(variant.family)].add(variant.id)
         self.ids = tuple(dict.fromkeys(v.id for v in self.variants))
+        self._variants_of: dict[str, tuple[GpuVariant, ...]] = {
+            gpu_id: tuple(v for v in self.variants if v.id == gpu_id) for gpu_id in self.ids
+        }
         self._resolved: dict[tuple[str, float | None], Resolution] = {}
         self._queried: dict[str, frozenset[str]] = {}
 
@@ -209,7 +212,8 @@ class Catalog:
         return list(dict.fromkeys(spellings[m] for m in matches))[:n]
 
     def variants_of(self, gpu_id: str) -> list[GpuVariant]:
-        return [v for v in self.variants if v.id == gpu_id]
+        """The variants of one id, in catalog order (a ranking asks this for every offer shape)."""
+        return list(self._variants_of.get(gpu_id, ()))
 
     def specs(self) -> list[GpuSpec]:
         specs = []

@@ -8,6 +8,7 @@ assumed to run in, and the time model (`pipeline.workload.hours`) charges its co
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field, replace
 from functools import cache
 
@@ -185,13 +186,22 @@ def _smallest_fit(w: Workload, gpu: GpuType, max_gpus: int) -> Fit:
             f"{w.seq_len}, micro_batch {w.micro_batch}; {gpu.id} has {usable:.1f} GiB usable"
         )
         return Fit(gpu.id, None, memory, usable, reason)
-    for n in GPU_COUNTS:
-        if n > max_gpus:
-            break
-        # the most sharded layout needs the least memory: only where it fits can another
-        memory = _memory(w, gpu, n, layouts(w, n)[-1])
-        if memory.per_gpu_gib <= usable:
-            return Fit(gpu.id, n, place(w, gpu, n) or memory, usable)
+    if memory.per_gpu_gib <= usable:  # one GPU: a single layout
+        return Fit(gpu.id, 1, memory, usable)
+    # The most sharded layout needs the least memory: only where it fits can another. From two
+    # GPUs on, that layout's memory per GPU only falls as N grows (its states are divided by N,
+    # the rest stays), so the smallest N that fits is found by bisection: 8 estimates, not the
+    # 130 of a walk up GPU_COUNTS (a ranking asks this for every GPU type and alternative).
+    counts = [n for n in GPU_COUNTS[1:] if n <= max_gpus]
+
+    def sharded(n: int) -> MemoryEstimate:
+        return _memory(w, gpu, n, layouts(w, n)[-1])
+
+    first = bisect_left(counts, True, key=lambda n: sharded(n).per_gpu_gib <= usable)
+    if first < len(counts):
+        n = counts[first]
+        return Fit(gpu.id, n, place(w, gpu, n) or sharded(n), usable)
+    memory = sharded(counts[-1]) if counts else memory
     reason = (
         f"needs {memory.per_gpu_gib:.1f} GiB per GPU even on {memory.n_gpus} × {gpu.id} "
         f"({usable:.1f} GiB usable)"

@@ -32,6 +32,7 @@ from pipeline.workload.architectures import (
 __all__ = [
     "GIB",
     "GPU_COUNTS",
+    "MAX_GPUS",
     "LoraTargets",
     "MemoryBreakdown",
     "MemoryEstimate",
@@ -56,6 +57,7 @@ GIB = 2**30
 MAX_SEQ_LEN = 1 << 20
 GPU_COUNTS: tuple[int, ...] = (1, 2, 4, *range(8, 1025, 8))
 """Offer sizes: 1, 2, 4, 8, then multiples of 8 (one node holds 8; section 3.8) up to 1024."""
+MAX_GPUS = GPU_COUNTS[-1]
 
 # Section 3.1 (Transformer Math 101; ZeRO, arXiv:1910.02054): bytes per parameter.
 BYTES_16BIT = 2  # bf16/fp16 weights and gradients
@@ -124,6 +126,19 @@ def _check_count(name: str, value: object, low: int, high: int) -> None:
         raise WorkloadError(name, f"must be an integer from {low} to {high}, got {value!r}")
 
 
+_CHOICES: tuple[tuple[str, tuple[object, ...]], ...] = tuple(
+    (name, get_args(kind))
+    for name, kind in (
+        ("method", Method),
+        ("precision", Precision),
+        ("optimizer", Optimizer),
+        ("profile", Profile),
+        ("lora_targets", LoraTargets),
+    )
+)
+"""Each choice field's allowed values (read once: a ranking builds hundreds of workloads)."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Workload:
     """One fine-tuning job; defaults are those of section 2 (checkpointing on, LoRA r = 16)."""
@@ -147,11 +162,8 @@ class Workload:
     """LoRA adapters on all seven linear projections, or on q, k, v, o only."""
 
     def __post_init__(self) -> None:
-        _check_choice("method", self.method, get_args(Method))
-        _check_choice("precision", self.precision, get_args(Precision))
-        _check_choice("optimizer", self.optimizer, get_args(Optimizer))
-        _check_choice("profile", self.profile, get_args(Profile))
-        _check_choice("lora_targets", self.lora_targets, get_args(LoraTargets))
+        for name, allowed in _CHOICES:
+            _check_choice(name, getattr(self, name), allowed)
         for name in ("grad_ckpt", "pure_bf16", "flash_attention"):
             if not isinstance(getattr(self, name), bool):
                 raise WorkloadError(name, "must be true or false")
@@ -326,7 +338,7 @@ def estimate_memory(
     FSDP full shard); `offload` keeps the model states in CPU RAM (ZeRO-Offload, FSDP CPU
     offload) so that only the layers in flight sit on the GPU. `flash_attention` is whether the
     GPU has the kernels; the workload's own `flash_attention` can still turn them off."""
-    _check_count("gpus", n_gpus, 1, max(GPU_COUNTS))
+    _check_count("gpus", n_gpus, 1, MAX_GPUS)
     return _estimate_memory(w, n_gpus, zero_stage, offload, flash_attention and w.flash_attention)
 
 

@@ -62,10 +62,8 @@ def job_cost_usd(offer: Mapping[str, Any], hours: float) -> float:
 
 
 SPOT_NOT_CHEAPER = "spot offer not below the same machine's on-demand price"
-
-
-def _machine(offer: Mapping[str, Any]) -> tuple[object, object]:
-    return offer.get("provider"), offer.get("offer_id")
+UNKNOWN_GPU = "GPU not in the catalog; its speed and memory are unknown"
+INFINITY = float("inf")
 
 
 SPOT_NOT_ASKED = "spot offer: interruptible, ranked only with include_spot (--include-spot)"
@@ -199,42 +197,53 @@ def rank_offers(
         raise WorkloadError("tokens", "needed to estimate hours and cost")
     planner = _Planner(w, catalog)
     offers = list(offers)
-    on_demand = {_machine(o): o["price_per_hour"] for o in offers if o.get("pricing") != "spot"}
+    on_demand = (
+        {
+            (o.get("provider"), o.get("offer_id")): o["price_per_hour"]  # one machine
+            for o in offers
+            if o.get("pricing") != "spot"
+        }
+        if include_spot
+        else {}
+    )
     skipped: Counter[tuple[str, str]] = Counter()
     ranked: list[tuple[float, float, float, int, Mapping[str, Any], _Plan]] = []
+    plans: dict[tuple[str, Any, Any], _Plan] = {}  # by the offer's own values: one look-up
+    no_limit = max_hours is None and max_cost_usd is None
     for index, offer in enumerate(offers):
-        gpu_id = offer.get("gpu")
+        get = offer.get
+        gpu_id = get("gpu")
         if gpu_id is None:
-            skipped[
-                (
-                    str(offer.get("gpu_raw")),
-                    "GPU not in the catalog; its speed and memory are unknown",
-                )
-            ] += 1
+            skipped[(str(get("gpu_raw")), UNKNOWN_GPU)] += 1
             continue
-        if offer.get("pricing") == "spot" and not include_spot:
-            skipped[(gpu_id, SPOT_NOT_ASKED)] += 1
-            continue
-        if offer.get("pricing") == "spot" and offer["price_per_hour"] >= on_demand.get(
-            _machine(offer), float("inf")
-        ):
-            skipped[(gpu_id, SPOT_NOT_CHEAPER)] += 1
-            continue
-        form_factor = offer.get("form_factor")
-        plan = planner.plan(
-            gpu_id, str(form_factor) if form_factor else None, int(offer["gpu_count"])
-        )
-        if plan.problem is not None or plan.hours is None:
+        if get("pricing") == "spot":
+            if not include_spot:
+                skipped[(gpu_id, SPOT_NOT_ASKED)] += 1
+                continue
+            machine = (get("provider"), get("offer_id"))
+            if offer["price_per_hour"] >= on_demand.get(machine, INFINITY):
+                skipped[(gpu_id, SPOT_NOT_CHEAPER)] += 1
+                continue
+        key = (gpu_id, get("form_factor"), offer["gpu_count"])
+        plan = plans.get(key)
+        if plan is None:
+            form_factor = key[1]
+            plan = plans[key] = planner.plan(
+                gpu_id, str(form_factor) if form_factor else None, int(key[2])
+            )
+        hours = plan.hours
+        if plan.problem is not None or hours is None:
             skipped[(gpu_id, plan.problem or "hours unknown")] += 1
             continue
-        cost = job_cost_usd(offer, plan.hours.hours)
-        if max_hours is not None and plan.hours.hours > max_hours:
-            skipped[(gpu_id, f"over max_hours {max_hours:g}")] += 1
-            continue
-        if max_cost_usd is not None and cost > max_cost_usd:
-            skipped[(gpu_id, f"over max_cost_usd {max_cost_usd:g}")] += 1
-            continue
-        ranked.append((cost, plan.hours.hours, -plan.headroom, index, offer, plan))
+        cost = job_cost_usd(offer, hours.hours)
+        if not no_limit:
+            if max_hours is not None and hours.hours > max_hours:
+                skipped[(gpu_id, f"over max_hours {max_hours:g}")] += 1
+                continue
+            if max_cost_usd is not None and cost > max_cost_usd:
+                skipped[(gpu_id, f"over max_cost_usd {max_cost_usd:g}")] += 1
+                continue
+        ranked.append((cost, hours.hours, -plan.headroom, index, offer, plan))
     best = heapq.nsmallest(top, ranked) if top is not None else sorted(ranked)
     quotes = [_quote(offer, plan) for *_, offer, plan in best]
     groups = [Skipped(gpu, reason, count) for (gpu, reason), count in skipped.items()]

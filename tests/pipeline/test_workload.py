@@ -23,7 +23,14 @@ from pipeline.workload.architectures import (
 )
 from pipeline.workload.fit import GpuType, gpu_type, min_gpus, place
 from pipeline.workload.hours import estimate_hours, flops_per_token
-from pipeline.workload.model import GIB, GPU_COUNTS, Workload, estimate_memory, parse_tokens
+from pipeline.workload.model import (
+    GIB,
+    GPU_COUNTS,
+    USABLE_VRAM_FRACTION,
+    Workload,
+    estimate_memory,
+    parse_tokens,
+)
 from pipeline.workload.precision import peak_tflops, runs_in_fp16
 from pipeline.workload.ranking import SPOT_RISK, rank_offers
 from tests.conftest import FIXTURES
@@ -626,3 +633,27 @@ def test_token_counts_accept_suffixes(text: str | int, tokens: int) -> None:
 def test_memory_on_zero_gpus_is_refused() -> None:
     with pytest.raises(WorkloadError, match="gpus"):
         estimate_memory(job(), 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    model=st.sampled_from(["Llama-3.1-8B", "Llama-3.1-70B"]),
+    method=st.sampled_from(["full", "lora", "qlora"]),
+    seq_len=st.sampled_from([512, 2048, 8192, 32768]),
+    micro_batch=st.sampled_from([1, 4]),
+    gpu_id=st.sampled_from(["RTX 4090", "A100-80GB", "H100-80GB", "T4", "L4"]),
+)
+def test_the_fewest_gpus_found_by_bisection_are_those_a_walk_up_the_counts_finds(
+    model, method, seq_len, micro_batch, gpu_id
+):
+    w = job(model, method, seq_len=seq_len, micro_batch=micro_batch, precision="fp16")
+    kind = gpu(gpu_id)
+    usable = USABLE_VRAM_FRACTION * kind.vram_gb
+
+    def fits(n: int) -> bool:  # the most sharded layout on n GPUs
+        stage = 0 if n == 1 else 3
+        memory = estimate_memory(w, n, zero_stage=stage, flash_attention=kind.flash_attention)
+        return memory.per_gpu_gib <= usable
+
+    walked = next((n for n in GPU_COUNTS if fits(n)), None)
+    assert min_gpus(w, kind).n_gpus == walked
