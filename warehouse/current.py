@@ -19,6 +19,7 @@ the life of the copy: a caller can keep what it makes of an offer (its JSON) by 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import duckdb
@@ -34,6 +35,7 @@ from warehouse.offers import (
     arrow_rows,
     offers_relation,
     order_by,
+    snapshots_source,
     sort_columns,
 )
 
@@ -185,11 +187,19 @@ class CurrentOffers:
         conn: duckdb.DuckDBPyConnection,
         version: Any = None,
         gpu_figures: tuple[GpuFigure, ...] = (),
+        past: tuple[list[tuple[str, datetime]], datetime] | None = None,
     ) -> CurrentOffers:
+        """`current_offers` now, or the offers of each provider's snapshot as of a time (`past`:
+        those snapshots, as `latest_offers` finds them, and the time): a copy that answers
+        that time's questions (`select` with the filters' `as_of` left out)."""
         params: list[Any] = []
-        relation = offers_relation("current_offers", gpu_figures, params)
+        source, snapshot_params = "current_offers", []
+        if past is not None:
+            source, snapshot_params = snapshots_source(*past)
+        relation = offers_relation(source, gpu_figures, params)
         table = conn.execute(
-            f"SELECT * FROM {relation} ORDER BY {order_by(_LOADED_ORDER)}", params
+            f"SELECT * FROM {relation} ORDER BY {order_by(_LOADED_ORDER)}",
+            params + snapshot_params,
         ).to_arrow_table()
         return cls(table, version)
 

@@ -255,6 +255,19 @@ def arrow_rows(table: pa.Table) -> list[dict[str, Any]]:
     return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
 
 
+def snapshots_source(
+    snapshots: list[tuple[str, datetime]], as_of: datetime
+) -> tuple[str, list[Any]]:
+    """The observations of `snapshots` (each provider's (run, observed_at) as of `as_of`) as a
+    subquery and its parameters: `observed_at` bounded by constants, so that DuckDB reads only
+    the row groups of those snapshots."""
+    times = [observed_at for _, observed_at in snapshots]
+    source = """(SELECT * FROM offer_observations
+        WHERE run_id IN (SELECT unnest(?)) AND observed_at BETWEEN ? AND ?)"""
+    return source, [[run_id for run_id, _ in snapshots], min(times, default=as_of),
+                    min(max(times, default=as_of), as_of)]  # fmt: skip
+
+
 def offers_sql(
     filters: OfferFilters, snapshots: list[tuple[str, datetime]] | None = None
 ) -> tuple[str, list[Any]]:
@@ -271,11 +284,7 @@ def offers_sql(
             WHERE run_id IN (SELECT run_id FROM ({SNAPSHOTS_AS_OF})) AND observed_at <= ?)"""
         snapshot_params = [filters.as_of, filters.as_of]
     elif filters.as_of is not None and snapshots is not None:
-        source = """(SELECT * FROM offer_observations
-            WHERE run_id IN (SELECT unnest(?)) AND observed_at BETWEEN ? AND ?)"""
-        times = [observed_at for _, observed_at in snapshots]
-        snapshot_params = [[run_id for run_id, _ in snapshots], min(times, default=filters.as_of),
-                           min(max(times, default=filters.as_of), filters.as_of)]  # fmt: skip
+        source, snapshot_params = snapshots_source(snapshots, filters.as_of)
     params: list[Any] = []
     relation = offers_relation(source, filters.gpu_figures, params)
     params += snapshot_params

@@ -16,7 +16,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -47,6 +47,12 @@ process's warehouse shows at once (`Warehouse.generation`); the TTL bounds how l
 written by another process (a collector on the same lake) shows."""
 DERIVED_KEPT = 512
 """Derived answers (e.g. serialised pages) kept per snapshot version, least recently used out."""
+PAST_COPY_ROWS = 20_000
+"""`as_of`: the snapshots of a past time, when they hold at most this many offers in all, are
+answered from an in-memory copy like current offers (history does not change: a copy stays
+true); larger ones are asked of the warehouse, which reads only the page asked for."""
+PAST_ROWS_KEPT = 60_000
+"""Offers kept in past copies in all, least recently asked out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +164,9 @@ class OfferServer:
         self._lock = threading.Lock()
         self._reading = threading.Lock()
         self._held: _Snapshots | None = None
+        self._past: OrderedDict[tuple[str, ...], tuple[CurrentOffers, WrittenCopy]] = (
+            OrderedDict()
+        )
 
     def _fresh(self) -> _Snapshots | None:
         held = self._held
@@ -274,18 +283,30 @@ class OfferServer:
         max_age: timedelta | None = None,
         *,
         ready_only: bool = False,
+        now: datetime | None = None,
     ) -> EncodedAnswer | None:
         """The answer of `answer` with its offers as `encoder` writes them, each written once
         per snapshot; None where the in-memory copy does not answer the filters (`as_of`,
         `region`). With `ready_only`, None also unless the copy and its JSON are made for the
-        snapshots in force: nothing is read or made (what the event loop may ask)."""
-        if query.as_of is not None or query.region is not None:
+        snapshots in force: nothing is read or made (what the event loop may ask). An `as_of`
+        question (given `now`) is answered from a copy of that time's snapshots when they are
+        small (`PAST_COPY_ROWS`), made once and kept (`PAST_ROWS_KEPT`)."""
+        if query.region is not None or (query.as_of is not None and (now is None or ready_only)):
             return None
+        if query.as_of is not None and now is not None:
+            check_as_of(query.as_of, now, self.settings.retention)
+            snapshots = snapshots_as_of(self.warehouse, query.as_of)
+            if sum(snap["offer_count"] for snap in snapshots) > PAST_COPY_ROWS:
+                return None
+            freshness = _as_of_freshness(self.settings, query.as_of, snapshots)
         restricted = _within_max_age(query, freshness, max_age)
         if restricted is None:
             return EncodedAnswer.empty(encoder)
         filters = restricted.filters()
-        if ready_only:
+        if query.as_of is not None:
+            copy, made = self._past_copy(snapshots, query.as_of, filters, encoder)
+            filters = replace(filters, as_of=None)  # the copy is that time's
+        elif ready_only:
             ready = self._ready(encoder)
             if ready is None:
                 return None
@@ -305,6 +326,30 @@ class OfferServer:
         drawn = copy.distinct_at("provider", positions) | set(restricted.providers)
         providers = _reported(freshness, drawn, restricted.providers)
         return EncodedAnswer(providers, made, positions, stale)
+
+    def _past_copy(
+        self,
+        snapshots: list[dict[str, Any]],
+        as_of: datetime,
+        filters: OfferFilters,
+        encoder: RowEncoder,
+    ) -> tuple[CurrentOffers, WrittenCopy]:
+        """The copy of these snapshots (each provider's as of `as_of`) and its JSON."""
+        key = tuple(sorted(snap["run_id"] for snap in snapshots))
+        with self._lock:
+            kept = self._past.get(key)
+            if kept is not None and kept[1].encoder is encoder:
+                self._past.move_to_end(key)
+                return kept
+        runs = [(snap["run_id"], snap["observed_at"]) for snap in snapshots]
+        with self.warehouse.cursor() as cur:
+            copy = CurrentOffers.load(cur, key, filters.gpu_figures, past=(runs, as_of))
+        made = write_copy(copy, encoder)
+        with self._lock:
+            self._past[key] = (copy, made)
+            while sum(c.size for c, _ in self._past.values()) > PAST_ROWS_KEPT:
+                self._past.popitem(last=False)
+        return copy, made
 
     def answer(
         self,

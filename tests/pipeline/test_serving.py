@@ -14,6 +14,11 @@ from pipeline.market.written import RowEncoder
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES, OBSERVED_AT
 from tests.pipeline.test_eu_clouds import collect
+from warehouse.current import CurrentOffers
+
+OFFER_JSON_FOR_TESTS = RowEncoder(
+    ("provider", "offer_id"), lambda rows: [orjson.dumps(r) for r in rows]
+)
 
 
 def _collect(warehouse, provider, fixture, at):
@@ -91,3 +96,51 @@ def test_a_ready_only_answer_reads_and_makes_nothing(warehouse, db_path):
     server._held.read_at -= STATUS_TTL_S  # the runs were read too long ago: a read is due
     with patch("pipeline.market.serving.provider_status", side_effect=AssertionError("read")):
         assert server.encoded(OfferQuery(), freshness, encoder, ready_only=True) is None
+
+
+def test_a_past_time_is_answered_from_a_copy_of_its_snapshots_as_the_warehouse_answers(
+    warehouse, db_path
+):
+    from api.rest.routes.offers import OFFER_JSON, write_offers
+
+    _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT - timedelta(hours=2))
+    _collect(warehouse, "runpod", "runpod_gpu_types.json", OBSERVED_AT - timedelta(hours=1))
+    _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)  # after the time asked
+    settings = Settings(db=db_path, scheduler=False)
+    server = OfferServer(warehouse, settings)
+    now = OBSERVED_AT + timedelta(minutes=5)
+    at = OBSERVED_AT - timedelta(minutes=30)
+    loads = []
+    real_load = CurrentOffers.load
+
+    def counted(*args, **kwargs):
+        loads.append(kwargs.get("past"))
+        return real_load(*args, **kwargs)
+
+    with patch.object(CurrentOffers, "load", side_effect=counted):
+        for query in (
+            OfferQuery(as_of=at),
+            OfferQuery(as_of=at, gpu="H100", sort="-price_per_hour", limit=2),
+            OfferQuery(as_of=at, provider="runpod", include_unavailable=True),
+            OfferQuery(as_of=at, max_price_per_gpu=1.0, min_gpu_count=2),
+        ):
+            freshness = server.freshness(now)
+            expected = answer_offers(warehouse, settings, query, now, freshness)
+            answer = server.encoded(query, freshness, OFFER_JSON, now=now)
+            assert answer is not None
+            assert answer.array() == b"[" + b",".join(write_offers(expected.offers)) + b"]"
+            assert answer.providers == expected.providers
+    assert len(loads) == 1  # one copy for that time, made once
+    assert {run_id.split("-")[0] for run_id, _ in loads[0][0]} == {"vastai", "runpod"}
+
+
+def test_a_large_past_snapshot_is_asked_of_the_warehouse(warehouse, db_path):
+    _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)
+    server = OfferServer(warehouse, Settings(db=db_path, scheduler=False))
+    query = OfferQuery(as_of=OBSERVED_AT + timedelta(minutes=1))
+    now = OBSERVED_AT + timedelta(minutes=5)
+    freshness = server.freshness(now)
+    assert server.encoded(query, freshness, OFFER_JSON_FOR_TESTS, now=now) is not None
+    with patch("pipeline.market.serving.PAST_COPY_ROWS", 12):  # the snapshot holds 13
+        assert server.encoded(query, freshness, OFFER_JSON_FOR_TESTS, now=now) is None
+    assert server.encoded(query, freshness, OFFER_JSON_FOR_TESTS) is None  # no `now`: not asked

@@ -89,7 +89,9 @@ async def list_offers(
     query = query.model_copy(update={"limit": query.limit or MAX_OFFERS_PAGE})
     if query.max_age is None and query.as_of is None:
         return await _current_page(server, clock, freshness, query, offload)
-    answer = await offload(server.encoded, query, freshness, OFFER_JSON, query.max_age)
+    answer = await offload(
+        server.encoded, query, freshness, OFFER_JSON, query.max_age, now=clock()
+    )
     if answer is not None:
         return _page(await offload(answer.array), answer.count, answer.providers)
     rows = await offload(server.answer, query, clock(), freshness, query.max_age)
@@ -169,10 +171,24 @@ def write_offers(rows: list[dict[str, Any]], keys: tuple[str, ...] = _OFFER_KEYS
     test_offers_json.py holds it to pydantic's on recorded answers, current and as of a time).
     Rows of exactly `keys`, in order (the warehouse's columns, then `stale`), are written as
     they are; others through a dict of `keys`."""
-    option = orjson.OPT_UTC_Z
-    if rows and tuple(rows[0]) == keys:  # the rows of one query share their keys
-        return [orjson.dumps(row, option=option) for row in rows]
-    return [orjson.dumps({k: row[k] for k in keys}, option=option) for row in rows]
+    if not rows:
+        return []
+    if tuple(rows[0]) != keys:  # the rows of one query share their keys
+        rows = [{k: row[k] for k in keys} for row in rows]
+    return _split_array(orjson.dumps(rows, option=orjson.OPT_UTC_Z), keys[0])
+
+
+def _split_array(array: bytes, first_key: str) -> list[bytes]:
+    """The objects of a JSON array of flat objects that all begin with `first_key`, each as its
+    own bytes. One `orjson.dumps` of the list costs a quarter of one call per row (~1 µs an
+    offer instead of ~4). A boundary is `},{"<first_key>":`, which no string holds: inside a
+    string a quote is escaped (`\"`), so `{"` never appears there unescaped."""
+    if array == b"[]":
+        return []
+    boundary = b'},{"' + first_key.encode() + b'":'
+    pieces = array[1:-2].split(boundary)  # without "[" and the last "}]"
+    head = boundary[2:]
+    return [pieces[0] + b"}", *(head + piece + b"}" for piece in pieces[1:])]
 
 
 OFFER_JSON = RowEncoder(_OFFER_KEYS[:-1], lambda rows: write_offers(rows, _OFFER_KEYS[:-1]))
@@ -205,7 +221,9 @@ async def _stream(
     offload: Offload,
 ) -> StreamingResponse:
     """Every matching offer (or `limit`), one JSON object per line, as it is made."""
-    answer = await offload(server.encoded, query, freshness, OFFER_JSON, query.max_age)
+    answer = await offload(
+        server.encoded, query, freshness, OFFER_JSON, query.max_age, now=clock()
+    )
     if answer is not None:
         lines: Iterator[bytes] = (b"\n".join(piece) + b"\n" for piece in answer.pieces())
     else:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import TypeAdapter
 
-from api.rest.routes.offers import OFFER_JSON, write_offers
+from api.rest.routes.offers import OFFER_JSON, _split_array, write_offers
 from api.rest.schemas import OfferOut
 from pipeline.catalog import get_catalog
 from pipeline.market.figures import gpu_figures
@@ -43,3 +46,25 @@ def test_offers_as_of_a_time_are_written_as_offer_out_serializes_them(warehouse,
     rows = [{**row, "stale": n % 3 == 0} for n, row in enumerate(rows)]
     assert len({row["provider"] for row in rows}) == 8
     assert write_offers(rows) == pydantic_json(rows)
+
+
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**63), 2**63 - 1),
+    st.floats(allow_nan=False),
+    st.text(),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(
+        st.fixed_dictionaries({"run_id": st.text()}, optional={"x": _VALUES, "y": _VALUES}),
+        max_size=6,
+    )
+)
+def test_rows_written_in_one_call_are_split_into_each_rows_own_bytes(rows):
+    # strings may hold the boundary itself: `},{"run_id":` only ever appears escaped in them
+    rows = [{"run_id": row.pop("run_id"), **row, "z": '},{"run_id":"'} for row in rows]
+    assert _split_array(orjson.dumps(rows), "run_id") == [orjson.dumps(row) for row in rows]
