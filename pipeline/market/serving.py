@@ -32,7 +32,13 @@ from pipeline.market.freshness import (
 )
 from pipeline.market.history import check_as_of, snapshots_as_of
 from pipeline.market.offers import OfferQuery, current_offers
-from pipeline.market.written import EncodedAnswer, RowEncoder, WrittenCopy, write_copy
+from pipeline.market.written import (
+    EncodedAnswer,
+    RowEncoder,
+    WrittenCopy,
+    unwritten_copy,
+    write_copy,
+)
 from pipeline.settings import Settings
 from warehouse import OfferFilters, Warehouse
 from warehouse.current import CurrentOffers
@@ -164,6 +170,7 @@ class OfferServer:
         self._lock = threading.Lock()
         self._reading = threading.Lock()
         self._held: _Snapshots | None = None
+        self._writing = threading.Lock()
         self._past: OrderedDict[tuple[str, ...], tuple[CurrentOffers, WrittenCopy]] = (
             OrderedDict()
         )
@@ -303,7 +310,8 @@ class OfferServer:
         if restricted is None:
             return EncodedAnswer.empty(encoder)
         filters = restricted.filters()
-        if query.as_of is not None:
+        past = query.as_of is not None
+        if past:
             copy, made = self._past_copy(snapshots, query.as_of, filters, encoder)
             filters = replace(filters, as_of=None)  # the copy is that time's
         elif ready_only:
@@ -316,6 +324,9 @@ class OfferServer:
             copy = self._copy(held, filters)
             made = self._encoded(held, copy, encoder)
         positions = copy.select(filters)
+        if past:
+            with self._writing:
+                made.write_missing(copy, positions)
         codes, names = copy.codes("provider")
         stale_providers = frozenset(f.provider for f in freshness if f.stale)
         provider_stale = made.stale_of_providers.get(stale_providers)
@@ -344,7 +355,7 @@ class OfferServer:
         runs = [(snap["run_id"], snap["observed_at"]) for snap in snapshots]
         with self.warehouse.cursor() as cur:
             copy = CurrentOffers.load(cur, key, filters.gpu_figures, past=(runs, as_of))
-        made = write_copy(copy, encoder)
+        made = unwritten_copy(copy, encoder)  # written as questions ask for offers
         with self._lock:
             self._past[key] = (copy, made)
             while sum(c.size for c, _ in self._past.values()) > PAST_ROWS_KEPT:

@@ -18,7 +18,14 @@ import numpy.typing as npt
 from pipeline.market.freshness import ProviderFreshness, rate_stale_rows
 from warehouse.current import CurrentOffers
 
-__all__ = ["ENCODED_CHUNK", "EncodedAnswer", "RowEncoder", "WrittenCopy", "write_copy"]
+__all__ = [
+    "ENCODED_CHUNK",
+    "EncodedAnswer",
+    "RowEncoder",
+    "WrittenCopy",
+    "unwritten_copy",
+    "write_copy",
+]
 
 ENCODED_CHUNK = 1024
 """Offers joined per piece of an encoded answer (an NDJSON stream sends it as it goes)."""
@@ -39,13 +46,24 @@ class RowEncoder:
 @dataclass(slots=True)
 class WrittenCopy:
     """Every offer of one copy as JSON (without its closing brace), by position, and whether
-    its exchange rate makes it stale (`rate_is_stale`, fixed for the snapshot)."""
+    its exchange rate makes it stale (`rate_is_stale`, fixed for the snapshot). A copy of a past
+    time is written as it is asked (`write_missing`): until then a row is empty."""
 
     encoder: RowEncoder
     rows: list[bytes]
     sizes: npt.NDArray[np.int64]
     rate_stale: npt.NDArray[np.bool_]
     stale_of_providers: dict[frozenset[str], npt.NDArray[np.bool_]] = field(default_factory=dict)
+
+    def write_missing(self, copy: CurrentOffers, positions: npt.NDArray[np.int64]) -> None:
+        """Write the offers at `positions` that are not written yet."""
+        missing = np.unique(positions[self.sizes[positions] == 0])
+        for start in range(0, len(missing), ENCODE_ROWS):
+            at = missing[start : start + ENCODE_ROWS]
+            written = self.encoder.encode(copy.rows_at(at, list(self.encoder.columns)))
+            for position, raw in zip(at.tolist(), written, strict=True):
+                self.rows[position] = raw[:-1]  # without "}": `stale` goes last
+                self.sizes[position] = len(raw) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +124,12 @@ class EncodedAnswer:
     def _ended(self, start: int, stop: int) -> list[bytes]:
         stale = self.stale[start:stop].tolist()
         return [row + _STALE[s] for row, s in zip(self.rows(start, stop), stale, strict=True)]
+
+
+def unwritten_copy(copy: CurrentOffers, encoder: RowEncoder) -> WrittenCopy:
+    """A copy's `WrittenCopy` with no offer written yet (see `WrittenCopy.write_missing`)."""
+    sizes = np.zeros(copy.size, np.int64)
+    return WrittenCopy(encoder, [b""] * copy.size, sizes, rate_stale_rows(copy.table))
 
 
 def write_copy(copy: CurrentOffers, encoder: RowEncoder) -> WrittenCopy:
