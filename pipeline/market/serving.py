@@ -53,12 +53,13 @@ process's warehouse shows at once (`Warehouse.generation`); the TTL bounds how l
 written by another process (a collector on the same lake) shows."""
 DERIVED_KEPT = 512
 """Derived answers (e.g. serialised pages) kept per snapshot version, least recently used out."""
-PAST_COPY_ROWS = 20_000
+PAST_COPY_ROWS = 10_000
 """`as_of`: the snapshots of a past time, when they hold at most this many offers in all, are
 answered from an in-memory copy like current offers (history does not change: a copy stays
 true); larger ones are asked of the warehouse, which reads only the page asked for."""
-PAST_ROWS_KEPT = 60_000
-"""Offers kept in past copies in all, least recently asked out."""
+PAST_ROWS_KEPT = 25_000
+"""Offers kept in past copies in all, least recently asked out (~2.4 KB each with their JSON:
+about 60 MB at most)."""
 
 
 @dataclass(frozen=True, slots=True)
