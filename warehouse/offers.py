@@ -262,9 +262,11 @@ def snapshots_source(
     subquery and its parameters: `observed_at` bounded by constants, so that DuckDB reads only
     the row groups of those snapshots."""
     times = [observed_at for _, observed_at in snapshots]
-    source = """(SELECT * FROM offer_observations
-        WHERE run_id IN (SELECT unnest(?)) AND observed_at BETWEEN ? AND ?)"""
-    return source, [[run_id for run_id, _ in snapshots], min(times, default=as_of),
+    # One parameter per run (a provider each): `IN (SELECT unnest(?))` planned ~2 ms slower.
+    runs = ", ".join("?" * len(snapshots)) or "NULL"
+    source = f"""(SELECT * FROM offer_observations
+        WHERE run_id IN ({runs}) AND observed_at BETWEEN ? AND ?)"""
+    return source, [*(run_id for run_id, _ in snapshots), min(times, default=as_of),
                     min(max(times, default=as_of), as_of)]  # fmt: skip
 
 
