@@ -183,8 +183,9 @@ SNAPSHOTS_AS_OF = """
 """
 """Each provider's last good snapshot at or before `?` (`NEWEST_SNAPSHOT` order): its observed
 time, run and size. The newest time first (a plain `max`), then the last finished run at that
-time among the few runs that share it: one `arg_max` over a struct for every run up to `?`
-was ~25x slower, and `as_of` asks it twice (freshness, then offers)."""
+time among the few runs that share it: one `arg_max` over a struct (or over one combined key)
+for every run up to `?` was 5-25x slower. `as_of` asks it once, for the freshness and the
+offers both."""
 
 _FIGURES = "STRUCT(gpu VARCHAR, form_factor VARCHAR, dense_pflops DOUBLE, nvlink BOOLEAN)[]"
 

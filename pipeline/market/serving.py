@@ -299,9 +299,10 @@ class OfferServer:
         snapshots in force: nothing is read or made (what the event loop may ask). An `as_of`
         question (given `now`) is answered from a copy of that time's snapshots when they are
         small (`PAST_COPY_ROWS`), made once and kept (`PAST_ROWS_KEPT`)."""
-        if query.region is not None or (query.as_of is not None and (now is None or ready_only)):
+        past = query.as_of is not None
+        if query.region is not None or (past and (now is None or ready_only)):
             return None
-        if query.as_of is not None and now is not None:
+        if past:
             check_as_of(query.as_of, now, self.settings.retention)
             snapshots = snapshots_as_of(self.warehouse, query.as_of)
             if sum(snap["offer_count"] for snap in snapshots) > PAST_COPY_ROWS:
@@ -311,7 +312,6 @@ class OfferServer:
         if restricted is None:
             return EncodedAnswer.empty(encoder)
         filters = restricted.filters()
-        past = query.as_of is not None
         if past:
             copy, made = self._past_copy(snapshots, query.as_of, filters, encoder)
             filters = replace(filters, as_of=None)  # the copy is that time's
@@ -350,12 +350,16 @@ class OfferServer:
         key = tuple(sorted(snap["run_id"] for snap in snapshots))
         with self._lock:
             kept = self._past.get(key)
-            if kept is not None and kept[1].encoder is encoder:
+            if kept is not None:
                 self._past.move_to_end(key)
-                return kept
-        runs = [(snap["run_id"], snap["observed_at"]) for snap in snapshots]
-        with self.warehouse.cursor() as cur:
-            copy = CurrentOffers.load(cur, key, filters.gpu_figures, past=(runs, as_of))
+                if kept[1].encoder is encoder:
+                    return kept
+        if kept is not None:
+            copy = kept[0]  # another front end's JSON: the same offers, written anew
+        else:
+            runs = [(snap["run_id"], snap["observed_at"]) for snap in snapshots]
+            with self.warehouse.cursor() as cur:
+                copy = CurrentOffers.load(cur, key, filters.gpu_figures, past=(runs, as_of))
         made = unwritten_copy(copy, encoder)  # written as questions ask for offers
         with self._lock:
             self._past[key] = (copy, made)

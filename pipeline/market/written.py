@@ -56,14 +56,15 @@ class WrittenCopy:
     stale_of_providers: dict[frozenset[str], npt.NDArray[np.bool_]] = field(default_factory=dict)
 
     def write_missing(self, copy: CurrentOffers, positions: npt.NDArray[np.int64]) -> None:
-        """Write the offers at `positions` that are not written yet."""
+        """Write the offers at `positions` that are not written yet, `ENCODE_ROWS` at a time."""
         missing = np.unique(positions[self.sizes[positions] == 0])
         for start in range(0, len(missing), ENCODE_ROWS):
             at = missing[start : start + ENCODE_ROWS]
             written = self.encoder.encode(copy.rows_at(at, list(self.encoder.columns)))
-            for position, raw in zip(at.tolist(), written, strict=True):
-                self.rows[position] = raw[:-1]  # without "}": `stale` goes last
-                self.sizes[position] = len(raw) - 1
+            opened = [raw[:-1] for raw in written]  # without "}": `stale` goes last
+            for position, raw in zip(at.tolist(), opened, strict=True):
+                self.rows[position] = raw
+            self.sizes[at] = np.fromiter(map(len, opened), np.int64, len(opened))
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,10 +136,6 @@ def unwritten_copy(copy: CurrentOffers, encoder: RowEncoder) -> WrittenCopy:
 def write_copy(copy: CurrentOffers, encoder: RowEncoder) -> WrittenCopy:
     """Every offer of `copy` as `encoder` writes it, by position (seconds for 100,000 offers:
     made off the event loop)."""
-    rows: list[bytes] = []
-    for start in range(0, copy.size, ENCODE_ROWS):
-        at = np.arange(start, min(copy.size, start + ENCODE_ROWS))
-        written = encoder.encode(copy.rows_at(at, list(encoder.columns)))
-        rows += [raw[:-1] for raw in written]  # without "}": `stale` goes last
-    sizes = np.fromiter(map(len, rows), np.int64, len(rows))
-    return WrittenCopy(encoder, rows, sizes, rate_stale_rows(copy.table))
+    made = unwritten_copy(copy, encoder)
+    made.write_missing(copy, np.arange(copy.size, dtype=np.int64))
+    return made

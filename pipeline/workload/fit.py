@@ -15,6 +15,7 @@ from functools import cache
 from pipeline.catalog import GpuVariant
 from pipeline.workload.model import (
     GPU_COUNTS,
+    MAX_GPUS,
     USABLE_VRAM_FRACTION,
     MemoryEstimate,
     Workload,
@@ -232,7 +233,7 @@ def _alternatives(w: Workload) -> list[tuple[str, Workload]]:
     return options
 
 
-def min_gpus(w: Workload, gpu: GpuType, *, max_gpus: int = max(GPU_COUNTS)) -> Fit:
+def min_gpus(w: Workload, gpu: GpuType, *, max_gpus: int = MAX_GPUS) -> Fit:
     """The smallest N in 1, 2, 4, 8, 16, … that fits in some layout (section 3.8), or why none
     does. An infeasible fit lists the single changes that would make it fit, each with its N.
     """

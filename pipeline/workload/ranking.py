@@ -33,7 +33,7 @@ from pipeline.workload.fit import (
     usable_vram_gib,
 )
 from pipeline.workload.hours import HoursEstimate, hours_on_variants
-from pipeline.workload.model import GPU_COUNTS, Workload
+from pipeline.workload.model import MAX_GPUS, Workload
 from pipeline.workload.precision import fp16_note, peak_tflops, runs_in_fp16
 
 __all__ = [
@@ -125,7 +125,7 @@ class _Planner:
     def __init__(self, w: Workload, catalog: Catalog) -> None:
         self.w = w
         self.catalog = catalog
-        self.plans: dict[tuple[str, str | None, int], _Plan] = {}
+        self.plans: dict[tuple[str, Any, Any], _Plan] = {}
         self.minimums: dict[GpuType, str] = {}
 
     def variants(self, gpu_id: str, form_factor: str | None) -> list[GpuVariant]:
@@ -134,11 +134,15 @@ class _Planner:
         exact = [v for v in variants if form_factor and str(v.form_factor) == form_factor]
         return exact or variants
 
-    def plan(self, gpu_id: str, form_factor: str | None, count: int) -> _Plan:
+    def plan(self, gpu_id: str, form_factor: Any, count: Any) -> _Plan:
+        """The job on an offer's shape, kept by the offer's own values (one look-up an offer;
+        they are read as a form factor name and a GPU count only when the plan is made)."""
         key = (gpu_id, form_factor, count)
-        if key not in self.plans:
-            self.plans[key] = self._plan(gpu_id, form_factor, count)
-        return self.plans[key]
+        plan = self.plans.get(key)
+        if plan is None:
+            named = str(form_factor) if form_factor else None
+            plan = self.plans[key] = self._plan(gpu_id, named, int(count))
+        return plan
 
     def _needs(self, gpu: GpuType) -> str:
         if gpu not in self.minimums:
@@ -163,8 +167,8 @@ class _Planner:
         if not peak_tflops(self.w, gpu):
             return _Plan(None, 0, 0, (), f"no published dense TFLOPs for {gpu.id}; hours unknown")
         n = count * gpu.devices_per_gpu
-        if n > max(GPU_COUNTS):
-            return _Plan(None, 0, 0, (), f"more than {max(GPU_COUNTS)} GPUs are not modelled")
+        if n > MAX_GPUS:
+            return _Plan(None, 0, 0, (), f"more than {MAX_GPUS} GPUs are not modelled")
         memory = place(self.w, gpu, n)
         if memory is None:
             return _Plan(None, 0, 0, (), self._needs(gpu))
@@ -208,8 +212,6 @@ def rank_offers(
     )
     skipped: Counter[tuple[str, str]] = Counter()
     ranked: list[tuple[float, float, float, int, Mapping[str, Any], _Plan]] = []
-    plans: dict[tuple[str, Any, Any], _Plan] = {}  # by the offer's own values: one look-up
-    no_limit = max_hours is None and max_cost_usd is None
     for index, offer in enumerate(offers):
         get = offer.get
         gpu_id = get("gpu")
@@ -224,25 +226,18 @@ def rank_offers(
             if offer["price_per_hour"] >= on_demand.get(machine, INFINITY):
                 skipped[(gpu_id, SPOT_NOT_CHEAPER)] += 1
                 continue
-        key = (gpu_id, get("form_factor"), offer["gpu_count"])
-        plan = plans.get(key)
-        if plan is None:
-            form_factor = key[1]
-            plan = plans[key] = planner.plan(
-                gpu_id, str(form_factor) if form_factor else None, int(key[2])
-            )
+        plan = planner.plan(gpu_id, get("form_factor"), offer["gpu_count"])
         hours = plan.hours
         if plan.problem is not None or hours is None:
             skipped[(gpu_id, plan.problem or "hours unknown")] += 1
             continue
         cost = job_cost_usd(offer, hours.hours)
-        if not no_limit:
-            if max_hours is not None and hours.hours > max_hours:
-                skipped[(gpu_id, f"over max_hours {max_hours:g}")] += 1
-                continue
-            if max_cost_usd is not None and cost > max_cost_usd:
-                skipped[(gpu_id, f"over max_cost_usd {max_cost_usd:g}")] += 1
-                continue
+        if max_hours is not None and hours.hours > max_hours:
+            skipped[(gpu_id, f"over max_hours {max_hours:g}")] += 1
+            continue
+        if max_cost_usd is not None and cost > max_cost_usd:
+            skipped[(gpu_id, f"over max_cost_usd {max_cost_usd:g}")] += 1
+            continue
         ranked.append((cost, hours.hours, -plan.headroom, index, offer, plan))
     best = heapq.nsmallest(top, ranked) if top is not None else sorted(ranked)
     quotes = [_quote(offer, plan) for *_, offer, plan in best]

@@ -144,3 +144,22 @@ def test_a_large_past_snapshot_is_asked_of_the_warehouse(warehouse, db_path):
     with patch("pipeline.market.serving.PAST_COPY_ROWS", 12):  # the snapshot holds 13
         assert server.encoded(query, freshness, OFFER_JSON_FOR_TESTS, now=now) is None
     assert server.encoded(query, freshness, OFFER_JSON_FOR_TESTS) is None  # no `now`: not asked
+
+
+def test_a_past_copy_is_written_anew_for_another_front_end_without_reading_it_again(
+    warehouse, db_path
+):
+    _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)
+    server = OfferServer(warehouse, Settings(db=db_path, scheduler=False))
+    query = OfferQuery(as_of=OBSERVED_AT + timedelta(minutes=1))
+    now = OBSERVED_AT + timedelta(minutes=5)
+    freshness = server.freshness(now)
+    ids = RowEncoder(("offer_id",), lambda rows: [orjson.dumps(r) for r in rows])
+    first = server.encoded(query, freshness, OFFER_JSON_FOR_TESTS, now=now)
+    with patch.object(CurrentOffers, "load", side_effect=AssertionError("read again")):
+        other = server.encoded(query, freshness, ids, now=now)
+    assert first is not None and other is not None
+    assert [o["offer_id"] for o in orjson.loads(other.array())] == [
+        o["offer_id"] for o in orjson.loads(first.array())
+    ]
+    assert set(orjson.loads(other.array())[0]) == {"offer_id", "stale"}
