@@ -69,6 +69,15 @@ _BOUNDS: tuple[tuple[str, str, Callable[[Any, Any], Mask]], ...] = (
 """(filter, column, comparison): a bound on a numeric column (NaN, i.e. NULL, never passes)."""
 _REQUIRED_FLAGS = ("verified", "nvlink")
 """Flags a filter of the same name requires true (NULL, unknown, never passes)."""
+_KIND_COLUMNS = ("provider", "pricing", "form_factor", "country", "continent", *_FLAGS)
+"""The columns of a row's kind (`_Kinds`): every text and flag a filter other than `gpus` reads."""
+_KIND_FILTERS = (
+    "providers", "pricing", "form_factor", "verified", "nvlink", "include_unavailable",
+    "countries", "continent", "jurisdiction",
+)  # fmt: skip
+"""The filters over a row's kind."""
+_KIND_QUESTIONS_KEPT = 1024
+"""Questions of kinds whose answer is kept (each a few KB at most)."""
 
 
 class _Text:
@@ -78,7 +87,8 @@ class _Text:
         encoded = pc.dictionary_encode(values)
         self.names: list[str] = encoded.dictionary.to_pylist()
         self.code_of = {name: code for code, name in enumerate(self.names)}
-        self.codes = pc.fill_null(encoded.indices, len(self.names)).to_numpy().astype(np.int32)
+        self.codes = pc.fill_null(encoded.indices, len(self.names)).to_numpy().astype(np.intp)
+        """As `intp`: NumPy indexes with it four times faster than with int32."""
 
     def among(self, codes: np.ndarray, wanted: frozenset[str]) -> Mask:
         """Whether each of `codes` (some rows' codes) stands for a value in `wanted`."""
@@ -166,19 +176,20 @@ class CurrentOffers:
         column = self.table.column
         texts = {name: _Text(column(name).combine_chunks()) for name in _TEXTS}
         self._texts = texts
-        self._columns = _Columns(
-            {
-                **{
-                    name: pc.fill_null(pc.cast(column(name), pa.float64()), np.nan).to_numpy()
-                    for name in _NUMBERS
-                },
-                **{
-                    name: pc.fill_null(column(name), False).to_numpy().astype(np.bool_)
-                    for name in _FLAGS
-                },
-                **{name: text.codes for name, text in texts.items()},
-            }
-        )
+        every = {
+            **{
+                name: pc.fill_null(pc.cast(column(name), pa.float64()), np.nan).to_numpy()
+                for name in _NUMBERS
+            },
+            **{
+                name: pc.fill_null(column(name), False).to_numpy().astype(np.bool_)
+                for name in _FLAGS
+            },
+            **{name: text.codes for name, text in texts.items()},
+        }
+        sizes = {**{n: len(t.names) + 1 for n, t in texts.items()}, **dict.fromkeys(_FLAGS, 2)}
+        self._kinds = _Kinds(every, sizes)
+        self._columns = _Columns({**every, "kind": self._kinds.codes})
         self._views: dict[SortKey, _View] = {_LOADED_ORDER: _View(texts["gpu"], None)}
 
     @classmethod
@@ -232,17 +243,6 @@ class CurrentOffers:
         text = self._texts[column]
         return text.codes, text.names
 
-    def distinct_at(self, column: str, positions: Positions) -> set[Any]:
-        text = self._texts[column]
-        codes = text.codes[positions]
-        if len(codes) <= 256:
-            distinct = set(codes.tolist())
-        else:  # a count per code: linear, where sorting 10,000 codes is not
-            distinct = set(
-                np.flatnonzero(np.bincount(codes, minlength=len(text.names) + 1)).tolist()
-            )
-        return {text.names[c] for c in distinct if c < len(text.names)}
-
     def select(self, filters: OfferFilters) -> Positions:
         """Positions of the offers `latest_offers(conn, filters)` returns, in its order."""
         if not self.answers(filters):
@@ -291,7 +291,21 @@ class CurrentOffers:
         return self._views[sort]
 
     def _mask(self, columns: _Columns | _Slice, filters: OfferFilters) -> Mask | None:
-        """The filters other than `gpus` over `columns`' rows (None: every row passes)."""
+        """The filters other than `gpus` over `columns`' rows (None: every row passes): the
+        bounds on numbers row by row, the others by each row's kind (`_Kinds`)."""
+        conditions = _bound_conditions(columns, filters)
+        passing = self._kinds.passing(filters, self._kind_conditions)
+        if passing is not None:
+            conditions.append(passing[columns["kind"]])
+        if not conditions:
+            return None
+        mask = conditions[0].copy() if len(conditions) > 1 else conditions[0]
+        for condition in conditions[1:]:
+            mask &= condition
+        return mask
+
+    def _kind_conditions(self, columns: dict[str, np.ndarray], filters: OfferFilters) -> list[Mask]:
+        """The text and flag filters over `columns` (each kind's values)."""
         conditions: list[Mask] = []
         texts = self._texts
 
@@ -305,13 +319,6 @@ class CurrentOffers:
         among("provider", filters.providers)
         equal("pricing", filters.pricing)
         equal("form_factor", filters.form_factor)
-        for name, column, compare in _BOUNDS:
-            value = getattr(filters, name)
-            if value is not None:
-                conditions.append(compare(columns[column], value))
-        if filters.min_total_vram_gb is not None:
-            total = columns["gpu_count"] * columns["vram_gb"]
-            conditions.append(total >= filters.min_total_vram_gb)
         conditions += [columns[name] for name in _REQUIRED_FLAGS if getattr(filters, name)]
         if not filters.include_unavailable:
             conditions.append(columns["available"])
@@ -319,9 +326,56 @@ class CurrentOffers:
         equal("continent", filters.continent)
         if filters.jurisdiction in ("eea", "eu"):
             conditions.append(columns[filters.jurisdiction])
-        if not conditions:
-            return None
-        mask = conditions[0].copy() if len(conditions) > 1 else conditions[0]
-        for condition in conditions[1:]:
-            mask &= condition
-        return mask
+        return conditions
+
+
+def _bound_conditions(columns: _Columns | _Slice, filters: OfferFilters) -> list[Mask]:
+    """The bounds on numeric columns over `columns`' rows (NaN, i.e. NULL, never passes)."""
+    conditions = [
+        compare(columns[column], value)
+        for name, column, compare in _BOUNDS
+        if (value := getattr(filters, name)) is not None
+    ]
+    if filters.min_total_vram_gb is not None:
+        total = columns["gpu_count"] * columns["vram_gb"]
+        conditions.append(total >= filters.min_total_vram_gb)
+    return conditions
+
+
+class _Kinds:
+    """Each row's kind: its values of every text and flag a filter reads (provider, pricing,
+    country, available, ...), as one code. Those filters are evaluated once per kind (a few
+    thousand at most, against 100,000 rows) and kept per question of them (`passing`): a row
+    then passes them by one lookup of its kind."""
+
+    def __init__(self, columns: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
+        # one number per row: its values in mixed radix (`sizes`: how many values a column has)
+        number, radix = np.zeros(len(columns[_KIND_COLUMNS[0]]), np.int64), 1
+        for name in _KIND_COLUMNS:
+            number += columns[name].astype(np.int64) * radix
+            radix *= sizes[name]
+        assert radix < 2**62, "too many distinct values to number a row's kind"
+        _, first, codes = np.unique(number, return_index=True, return_inverse=True)
+        self.codes = codes.reshape(-1).astype(np.intp)
+        self.columns = {name: columns[name][first] for name in _KIND_COLUMNS}
+        self._passing: dict[tuple[Any, ...], Mask | None] = {}
+
+    def passing(
+        self,
+        filters: OfferFilters,
+        conditions: Callable[[dict[str, np.ndarray], OfferFilters], list[Mask]],
+    ) -> Mask | None:
+        """Which kinds pass the filters' text and flag conditions (None: every kind)."""
+        key = tuple(getattr(filters, name) for name in _KIND_FILTERS)
+        if key in self._passing:
+            return self._passing[key]
+        found = conditions(self.columns, filters)
+        passing = None
+        if found:
+            passing = found[0].copy()
+            for condition in found[1:]:
+                passing &= condition
+        if len(self._passing) >= _KIND_QUESTIONS_KEPT:
+            self._passing.clear()  # the few kept again as they are asked
+        self._passing[key] = passing
+        return passing

@@ -172,9 +172,7 @@ class OfferServer:
         self._reading = threading.Lock()
         self._held: _Snapshots | None = None
         self._writing = threading.Lock()
-        self._past: OrderedDict[tuple[str, ...], tuple[CurrentOffers, WrittenCopy]] = (
-            OrderedDict()
-        )
+        self._past: OrderedDict[tuple[str, ...], tuple[CurrentOffers, WrittenCopy]] = OrderedDict()
 
     def _fresh(self) -> _Snapshots | None:
         held = self._held
@@ -328,15 +326,17 @@ class OfferServer:
         if past:
             with self._writing:
                 made.write_missing(copy, positions)
-        codes, names = copy.codes("provider")
         stale_providers = frozenset(f.provider for f in freshness if f.stale)
-        provider_stale = made.stale_of_providers.get(stale_providers)
-        if provider_stale is None:  # by provider code (the last: none), for this stale set
-            provider_stale = np.array([name in stale_providers for name in names] + [False])
-            made.stale_of_providers[stale_providers] = provider_stale
-        stale = provider_stale[codes[positions]] | made.rate_stale[positions]
-        drawn = copy.distinct_at("provider", positions) | set(restricted.providers)
-        providers = _reported(freshness, drawn, restricted.providers)
+        stale = None  # none is, unless a provider or an exchange rate is
+        if stale_providers or made.any_rate_stale:
+            codes, names = copy.codes("provider")
+            provider_stale = made.stale_of_providers.get(stale_providers)
+            if provider_stale is None:  # by provider code (the last: none), for this stale set
+                provider_stale = np.array([n in stale_providers for n in names] + [False])
+                made.stale_of_providers[stale_providers] = provider_stale
+            stale = provider_stale[codes[positions]] | made.rate_stale[positions]
+        # The offers are of the providers asked for (if any): those are the ones reported
+        providers = _reported(freshness, set(restricted.providers), restricted.providers)
         return EncodedAnswer(providers, made, positions, stale)
 
     def _past_copy(

@@ -32,6 +32,7 @@ ENCODED_CHUNK = 1024
 ENCODE_ROWS = 4096
 """Offers read into Python and encoded per step when a copy's JSON is made."""
 _STALE = {True: b',"stale":true}', False: b',"stale":false}'}
+_STALE_THEN_NEXT = {stale: end + b"," for stale, end in _STALE.items()}
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +54,7 @@ class WrittenCopy:
     rows: list[bytes]
     sizes: npt.NDArray[np.int64]
     rate_stale: npt.NDArray[np.bool_]
+    any_rate_stale: bool
     stale_of_providers: dict[frozenset[str], npt.NDArray[np.bool_]] = field(default_factory=dict)
 
     def write_missing(self, copy: CurrentOffers, positions: npt.NDArray[np.int64]) -> None:
@@ -70,20 +72,20 @@ class WrittenCopy:
 @dataclass(frozen=True, slots=True)
 class EncodedAnswer:
     """An answer's offers as JSON objects made before (`written`, at `positions` in the
-    answer's order) and whether each is stale: `array()` joins them (or `array_pieces()`, a
-    piece at a time), `pieces()` streams them as NDJSON lines. Nothing is taken from `written`
-    before a piece is asked for."""
+    answer's order) and whether each is stale (`stale`; None: none is): `array()` joins them
+    (or `array_pieces()`, a piece at a time), `pieces()` streams them as NDJSON lines. Nothing
+    is taken from `written` before a piece is asked for."""
 
     providers: list[ProviderFreshness]
     written: WrittenCopy
     positions: npt.NDArray[np.int64]
-    stale: npt.NDArray[np.bool_]
+    stale: npt.NDArray[np.bool_] | None
 
     @classmethod
     def empty(cls, encoder: RowEncoder) -> EncodedAnswer:
         nothing = np.zeros(0, np.int64)
-        written = WrittenCopy(encoder, [], nothing, nothing.astype(np.bool_))
-        return cls([], written, nothing, nothing.astype(np.bool_))
+        written = WrittenCopy(encoder, [], nothing, nothing.astype(np.bool_), False)
+        return cls([], written, nothing, None)
 
     @property
     def count(self) -> int:
@@ -91,15 +93,18 @@ class EncodedAnswer:
 
     def rows(self, start: int, stop: int) -> list[bytes]:
         rows = self.written.rows
-        return list(map(rows.__getitem__, self.positions[start:stop].tolist()))
+        return [rows[at] for at in self.positions[start:stop].tolist()]
 
-    def array(self) -> bytes:
-        """The offers as one JSON array, each object with its `stale` key last."""
-        return b"".join(self.array_pieces(max(1, self.count)))
+    def array(self, head: bytes = b"", tail: bytes = b"") -> bytes:
+        """The offers as one JSON array, each object with its `stale` key last (between
+        `head` and `tail`: a page is made in one join)."""
+        if not self.count:
+            return head + b"[]" + tail
+        return b"".join((head, b"[", self._piece(0, self.count, self._shared_stale()), b"]", tail))
 
     def array_size(self) -> int:
         """How many bytes `array()` makes, without making it."""
-        stale = int(self.stale.sum())
+        stale = 0 if self.stale is None else int(self.stale.sum())
         ends = stale * len(_STALE[True]) + (self.count - stale) * len(_STALE[False])
         sizes = int(self.written.sizes[self.positions].sum())
         return 2 + sizes + ends + max(0, self.count - 1)
@@ -107,15 +112,23 @@ class EncodedAnswer:
     def array_pieces(self, rows_per_piece: int) -> Iterator[bytes]:
         """`array()` in pieces of `rows_per_piece` objects, each made as it is asked for."""
         yield b"["
-        uniform = not self.stale.any() or self.stale.all()  # one ending for every object
+        shared = self._shared_stale()
         for start in range(0, self.count, rows_per_piece):
-            if uniform:
-                end = _STALE[bool(self.stale[0])]
-                piece = (end + b",").join(self.rows(start, start + rows_per_piece)) + end
-            else:
-                piece = b",".join(self._ended(start, start + rows_per_piece))
+            piece = self._piece(start, start + rows_per_piece, shared)
             yield b"," + piece if start else piece
         yield b"]"
+
+    def _shared_stale(self) -> bool | None:
+        """Whether every offer is stale (True) or none is (False); None when they differ."""
+        if self.stale is None or not self.stale.any():
+            return False
+        return True if self.stale.all() else None
+
+    def _piece(self, start: int, stop: int, shared: bool | None) -> bytes:
+        """Objects `start:stop`, comma-separated."""
+        if shared is None:
+            return b",".join(self._ended(start, stop))
+        return _STALE_THEN_NEXT[shared].join(self.rows(start, stop)) + _STALE[shared]
 
     def pieces(self) -> Iterator[list[bytes]]:
         """The objects, `ENCODED_CHUNK` at a time (an NDJSON stream sends them as it goes)."""
@@ -123,14 +136,16 @@ class EncodedAnswer:
             yield self._ended(start, start + ENCODED_CHUNK)
 
     def _ended(self, start: int, stop: int) -> list[bytes]:
+        if self.stale is None:
+            return [row + _STALE[False] for row in self.rows(start, stop)]
         stale = self.stale[start:stop].tolist()
         return [row + _STALE[s] for row, s in zip(self.rows(start, stop), stale, strict=True)]
 
 
 def unwritten_copy(copy: CurrentOffers, encoder: RowEncoder) -> WrittenCopy:
     """A copy's `WrittenCopy` with no offer written yet (see `WrittenCopy.write_missing`)."""
-    sizes = np.zeros(copy.size, np.int64)
-    return WrittenCopy(encoder, [b""] * copy.size, sizes, rate_stale_rows(copy.table))
+    sizes, rate_stale = np.zeros(copy.size, np.int64), rate_stale_rows(copy.table)
+    return WrittenCopy(encoder, [b""] * copy.size, sizes, rate_stale, bool(rate_stale.any()))
 
 
 def write_copy(copy: CurrentOffers, encoder: RowEncoder) -> WrittenCopy:

@@ -89,11 +89,9 @@ async def list_offers(
     query = query.model_copy(update={"limit": query.limit or MAX_OFFERS_PAGE})
     if query.max_age is None and query.as_of is None:
         return await _current_page(server, clock, freshness, query, offload)
-    answer = await offload(
-        server.encoded, query, freshness, OFFER_JSON, query.max_age, now=clock()
-    )
+    answer = await offload(server.encoded, query, freshness, OFFER_JSON, query.max_age, now=clock())
     if answer is not None:
-        return _page(await offload(answer.array), answer.count, answer.providers)
+        return _JsonPage(await offload(_encoded_page, answer))
     rows = await offload(server.answer, query, clock(), freshness, query.max_age)
     offers_json, count, _drawn = await offload(_offers_part, rows, query)
     return _page(offers_json, count, rows.providers)
@@ -122,7 +120,7 @@ async def _current_page(
     if answer is not None:
         if answer.count > IN_ONE_PIECE_ROWS:
             return _PageInPieces(answer)
-        return _page(answer.array(), answer.count, answer.providers)
+        return _JsonPage(_encoded_page(answer))
     key = (query, frozenset(f.provider for f in freshness if f.stale))
     part = server.peek(key)
     if part is None:
@@ -221,9 +219,7 @@ async def _stream(
     offload: Offload,
 ) -> StreamingResponse:
     """Every matching offer (or `limit`), one JSON object per line, as it is made."""
-    answer = await offload(
-        server.encoded, query, freshness, OFFER_JSON, query.max_age, now=clock()
-    )
+    answer = await offload(server.encoded, query, freshness, OFFER_JSON, query.max_age, now=clock())
     if answer is not None:
         lines: Iterator[bytes] = (b"\n".join(piece) + b"\n" for piece in answer.pieces())
     else:
@@ -264,8 +260,25 @@ def _page_tail(count: int, providers: list[ProviderFreshness]) -> bytes:
 
 def _page(offers_json: bytes, count: int, providers: list[ProviderFreshness]) -> Response:
     """`OffersPage` as pydantic serializes it, from the offers already serialized."""
-    body = b"".join([_PAGE_HEAD, offers_json, _page_tail(count, providers)])
-    return Response(body, media_type="application/json")
+    return _JsonPage(b"".join([_PAGE_HEAD, offers_json, _page_tail(count, providers)]))
+
+
+def _encoded_page(answer: EncodedAnswer) -> bytes:
+    """`OffersPage` of an encoded answer, made in one join."""
+    return answer.array(_PAGE_HEAD, _page_tail(answer.count, answer.providers))
+
+
+class _JsonPage(Response):
+    """A page made before, with the headers `Response` would write, written at once."""
+
+    media_type = "application/json"
+
+    def __init__(self, body: bytes) -> None:
+        self.body, self.status_code, self.background = body, 200, None
+        self.raw_headers = [(b"content-length", b"%d" % len(body)), _JSON_TYPE]
+
+
+_JSON_TYPE = (b"content-type", b"application/json")
 
 
 class _PageInPieces(Response):
