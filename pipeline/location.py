@@ -117,7 +117,9 @@ class Locator:
     def check_countries(self, codes: Iterable[str]) -> frozenset[str] | None:
         """Upper-cased ISO codes; an unknown one raises, naming close valid codes."""
         found = frozenset(code.strip().upper() for code in codes if code.strip())
-        unknown = sorted(found - set(self.countries))
+        if not found:
+            return None
+        unknown = sorted(found - self.countries.keys())
         if unknown:
             close = difflib.get_close_matches(unknown[0], list(self.countries), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""

@@ -250,19 +250,28 @@ class CurrentOffers:
         view = self._view(filters.sort)
         if filters.gpus is not None:  # these GPUs' own rows and columns, in the view's order
             present = tuple(g for g in sorted(filters.gpus) if g in view.rows_of_gpu)
-            return self._first(*view.group(present, self._columns), filters)
+            return self._first(*view.group(present, self._columns), filters, view)
         if view.order is None:
-            return self._first(None, self._columns, filters)
-        return self._first(view.order, None, filters)
+            return self._first(None, self._columns, filters, view)
+        return self._first(view.order, None, filters, view)
 
     def _first(
-        self, candidates: Positions | None, columns: _Columns | None, filters: OfferFilters
+        self,
+        candidates: Positions | None,
+        columns: _Columns | None,
+        filters: OfferFilters,
+        view: _View,
     ) -> Positions:
         """The first `filters.limit` of `candidates` (None: every position) that pass the
         other filters. `columns` are the candidates' (None: taken as read). With a limit, the
         candidates are read in growing steps until the limit is reached: a page of the
-        cheapest offers reads the cheapest few thousand, not every offer."""
+        cheapest offers reads the cheapest few thousand, not every offer. In the loaded order
+        (cheapest per GPU-hour first, NaN last), a price cap ends the candidates where the
+        price passes it."""
         total = self.size if candidates is None else len(candidates)
+        cap = filters.max_price_per_gpu_hour
+        if cap is not None and view.order is None and columns is not None:
+            total = int(np.searchsorted(columns[_LOADED_ORDER], cap, side="right"))
         limit = filters.limit
         step = total if limit is None else max(_FIRST_STEP, 4 * limit)
         found: list[Positions] = []

@@ -28,5 +28,10 @@ def test_any_query_string_reads_as_query_params_reads_it(raw):
 
 def test_the_offers_model_reads_a_raw_query_as_from_query_params():
     raw = b"gpu=RTX+4090&country=US%2CCA&provider=vastai&provider=runpod&limit=20"
-    assert _OFFERS_QUERY.parse_raw(raw) == _OFFERS_QUERY.parse(QueryParams(raw))
-    assert _OFFERS_QUERY.parse_raw(b"gpus=H100") is None  # not a name of the model
+    assert _OFFERS_QUERY.parse_raw(raw, {}) == _OFFERS_QUERY.parse(QueryParams(raw))
+    assert _OFFERS_QUERY.parse_raw(b"gpus=H100", {}) is None  # not a name of the model
+
+
+def test_a_raw_query_takes_the_defaults_only_for_the_names_it_does_not_give():
+    assert _OFFERS_QUERY.parse_raw(b"gpu=H100", {"limit": 50}).limit == 50
+    assert _OFFERS_QUERY.parse_raw(b"gpu=H100&limit=7", {"limit": 50}).limit == 7

@@ -32,6 +32,7 @@ from pipeline.timeparse import Duration
 router = APIRouter(prefix="/offers", tags=["offers"])
 _PROVIDERS = TypeAdapter(list[ProviderFreshnessOut])
 NDJSON = "application/x-ndjson"
+_NDJSON_BYTES = NDJSON.encode()
 
 
 class OffersParams(OfferQuery):
@@ -131,6 +132,10 @@ async def _current_page(
     return _page(offers_json, count, providers)
 
 
+_A_PAGE = {"limit": MAX_OFFERS_PAGE}
+"""A JSON page holds `MAX_OFFERS_PAGE` offers unless `limit` says fewer."""
+
+
 async def answer_common_question(app: FastAPI, scope: Scope) -> Response | None:
     """`GET /offers` for the common question (current offers, a JSON page), answered before
     the middleware stack, FastAPI's routing and dependencies (see `api.app.GpuPricesApp`), by
@@ -144,15 +149,14 @@ async def answer_common_question(app: FastAPI, scope: Scope) -> Response | None:
     offload: Offload | None = getattr(state, "offload", None)
     if server is None or offload is None:
         return None
-    if any(name == b"accept" and NDJSON.encode() in value for name, value in scope["headers"]):
+    if any(name == b"accept" and _NDJSON_BYTES in value for name, value in scope["headers"]):
         return None
     try:  # an unknown name or a bad value: the route names them
-        query = _OFFERS_QUERY.parse_raw(scope["query_string"])
+        query = _OFFERS_QUERY.parse_raw(scope["query_string"], _A_PAGE)
     except ValidationError:
         return None
     if query is None or query.max_age is not None or query.as_of is not None:
         return None
-    query = query.model_copy(update={"limit": query.limit or MAX_OFFERS_PAGE})
     freshness = await get_freshness(server, state.clock, state.collector)  # as the route's
     try:
         return await _current_page(server, state.clock, freshness, query, offload)
