@@ -84,6 +84,21 @@ def test_an_encoded_answer_marks_offers_stale_as_answer_offers_does(warehouse):
     assert answer.array_size() == len(answer.array())
 
 
+def test_an_answer_with_no_stale_provider_or_rate_marks_every_offer_fresh(warehouse, db_path):
+    _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)
+    server = OfferServer(warehouse, Settings(db=db_path, providers=["vastai"]))
+    freshness = server.freshness(OBSERVED_AT + timedelta(minutes=1))
+    assert [f.stale for f in freshness] == [False]
+    answer = server.encoded(OfferQuery(), freshness, OFFER_JSON_FOR_TESTS)
+    assert answer is not None and answer.count > 2 and answer.stale is None
+    got = orjson.loads(answer.array())
+    assert [o["stale"] for o in got] == [False] * answer.count
+    assert [o for piece in answer.pieces() for o in map(orjson.loads, piece)] == got
+    assert b"".join(answer.array_pieces(2)) == answer.array()
+    assert answer.array_size() == len(answer.array())
+    assert answer.array(b"<", b">") == b"<" + answer.array() + b">"
+
+
 def test_a_ready_only_answer_reads_and_makes_nothing(warehouse, db_path):
     _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)
     server = OfferServer(warehouse, Settings(db=db_path))

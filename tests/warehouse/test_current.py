@@ -98,3 +98,21 @@ def test_any_filters_and_sort_give_the_rows_latest_offers_gives(stored, copy, wa
 def test_reading_candidates_a_few_at_a_time_gives_the_same_rows(stored, copy, wanted):
     with patch("warehouse.current._FIRST_STEP", 3):  # steps of 3, 6, 12... rows (4 x limit)
         assert copy.rows(wanted) == copy.rows(replace(wanted, limit=None))[: wanted.limit]
+
+
+@pytest.mark.parametrize(
+    "gpus", [None, frozenset({"RTX 4090"}), frozenset({"A100-80GB", "H100-80GB"})]
+)
+def test_a_price_cap_over_the_cheapest_first_order_gives_the_rows_the_query_gives(
+    stored, copy, gpus
+):
+    with stored.cursor() as cur:
+        prices = sorted({o["price_per_gpu_hour"] for o in latest_offers(cur, OfferFilters())})
+        caps = [0.0, prices[0], prices[len(prices) // 2], prices[-1], prices[-1] + 1]
+        caps += [(prices[1] + prices[2]) / 2]  # between two prices
+        for cap in caps:
+            for limit in (None, 1, 5):
+                wanted = OfferFilters(
+                    gpus=gpus, max_price_per_gpu_hour=cap, limit=limit, gpu_figures=FIGURES
+                )
+                assert copy.rows(wanted) == latest_offers(cur, wanted), (cap, limit)
