@@ -21,6 +21,7 @@ from datetime import date, datetime, timedelta
 from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from pipeline.market.freshness import (
     ProviderFreshness,
@@ -327,9 +328,11 @@ class OfferServer:
             with self._writing:
                 made.write_missing(copy, positions)
         stale_providers = frozenset(f.provider for f in freshness if f.stale)
-        stale = None  # none is, unless a provider or an exchange rate is
-        if stale_providers or made.any_rate_stale:
-            codes, names = copy.codes("provider")
+        codes, names = copy.codes("provider")
+        stale: npt.NDArray[np.bool_] | bool = False  # none is, unless a provider or rate is
+        if stale_providers.issuperset(names):
+            stale = bool(stale_providers)  # every provider of the copy is (if it has any)
+        elif stale_providers or made.any_rate_stale:
             provider_stale = made.stale_of_providers.get(stale_providers)
             if provider_stale is None:  # by provider code (the last: none), for this stale set
                 provider_stale = np.array([n in stale_providers for n in names] + [False])

@@ -72,20 +72,21 @@ class WrittenCopy:
 @dataclass(frozen=True, slots=True)
 class EncodedAnswer:
     """An answer's offers as JSON objects made before (`written`, at `positions` in the
-    answer's order) and whether each is stale (`stale`; None: none is): `array()` joins them
+    answer's order) and whether each is stale (`stale`: each offer's, or True / False for every
+    offer): `array()` joins them
     (or `array_pieces()`, a piece at a time), `pieces()` streams them as NDJSON lines. Nothing
     is taken from `written` before a piece is asked for."""
 
     providers: list[ProviderFreshness]
     written: WrittenCopy
     positions: npt.NDArray[np.int64]
-    stale: npt.NDArray[np.bool_] | None
+    stale: npt.NDArray[np.bool_] | bool
 
     @classmethod
     def empty(cls, encoder: RowEncoder) -> EncodedAnswer:
         nothing = np.zeros(0, np.int64)
         written = WrittenCopy(encoder, [], nothing, nothing.astype(np.bool_), False)
-        return cls([], written, nothing, None)
+        return cls([], written, nothing, False)
 
     @property
     def count(self) -> int:
@@ -104,7 +105,8 @@ class EncodedAnswer:
 
     def array_size(self) -> int:
         """How many bytes `array()` makes, without making it."""
-        stale = 0 if self.stale is None else int(self.stale.sum())
+        stale = int(self.stale.sum()) if isinstance(self.stale, np.ndarray) else 0
+        stale = self.count if self.stale is True else stale
         ends = stale * len(_STALE[True]) + (self.count - stale) * len(_STALE[False])
         sizes = int(self.written.sizes[self.positions].sum())
         return 2 + sizes + ends + max(0, self.count - 1)
@@ -120,7 +122,9 @@ class EncodedAnswer:
 
     def _shared_stale(self) -> bool | None:
         """Whether every offer is stale (True) or none is (False); None when they differ."""
-        if self.stale is None or not self.stale.any():
+        if isinstance(self.stale, bool):
+            return self.stale
+        if not self.stale.any():
             return False
         return True if self.stale.all() else None
 
@@ -136,8 +140,9 @@ class EncodedAnswer:
             yield self._ended(start, start + ENCODED_CHUNK)
 
     def _ended(self, start: int, stop: int) -> list[bytes]:
-        if self.stale is None:
-            return [row + _STALE[False] for row in self.rows(start, stop)]
+        if isinstance(self.stale, bool):
+            end = _STALE[self.stale]
+            return [row + end for row in self.rows(start, stop)]
         stale = self.stale[start:stop].tolist()
         return [row + _STALE[s] for row, s in zip(self.rows(start, stop), stale, strict=True)]
 

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from unittest.mock import patch
 
 import orjson
+import pytest
 
 from pipeline.collection.collect import run_collection
 from pipeline.market.offers import OfferQuery, current_offers
@@ -84,15 +85,18 @@ def test_an_encoded_answer_marks_offers_stale_as_answer_offers_does(warehouse):
     assert answer.array_size() == len(answer.array())
 
 
-def test_an_answer_with_no_stale_provider_or_rate_marks_every_offer_fresh(warehouse, db_path):
+@pytest.mark.parametrize("later, stale", [(timedelta(minutes=1), False), (timedelta(days=9), True)])
+def test_an_answer_whose_providers_are_all_fresh_or_all_stale_marks_every_offer_so(
+    warehouse, db_path, later, stale
+):
     _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)
     server = OfferServer(warehouse, Settings(db=db_path, providers=["vastai"]))
-    freshness = server.freshness(OBSERVED_AT + timedelta(minutes=1))
-    assert [f.stale for f in freshness] == [False]
+    freshness = server.freshness(OBSERVED_AT + later)
+    assert [f.stale for f in freshness] == [stale]
     answer = server.encoded(OfferQuery(), freshness, OFFER_JSON_FOR_TESTS)
-    assert answer is not None and answer.count > 2 and answer.stale is None
+    assert answer is not None and answer.count > 2 and answer.stale is stale  # no array made
     got = orjson.loads(answer.array())
-    assert [o["stale"] for o in got] == [False] * answer.count
+    assert [o["stale"] for o in got] == [stale] * answer.count
     assert [o for piece in answer.pieces() for o in map(orjson.loads, piece)] == got
     assert b"".join(answer.array_pieces(2)) == answer.array()
     assert answer.array_size() == len(answer.array())

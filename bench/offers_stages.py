@@ -1,0 +1,119 @@
+"""Where a never-asked `/offers` question spends its time, stage by stage, in one process.
+
+Over N current offers (bench/market.py), the questions `bench/load.py` asks in its unique mode
+(none twice) are answered the way the API's common path answers them (`api.rest.routes.offers`),
+each stage timed on its own with `time.perf_counter`:
+
+- read: the query string into the pydantic model that declares every filter once;
+- freshness: each provider's freshness, as the route asks for it;
+- scope: the model resolved into warehouse filters (GPU names to ids, places checked);
+- selection: the positions of the page's offers in the in-memory copy;
+- answer: the selection again with the stale marks and the providers reported (what the route
+  calls: `OfferServer.encoded`);
+- page: the JSON page joined from the offers' JSON written once per snapshot.
+
+Twice: back to back ("warm"), and with 64 MB read between two questions ("cold": roughly what
+uvicorn's own work between two requests leaves of the caches). A served request pays about the
+cold figures on top of what uvicorn spends on any request (see bench/floor.py).
+
+    .venv/bin/python bench/offers_stages.py --offers 100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from load import unique_questions  # noqa: E402
+from market import build_market, store_market  # noqa: E402
+
+from api.rest.routes.offers import _A_PAGE, _OFFERS_QUERY, OFFER_JSON, _encoded_page  # noqa: E402
+from pipeline.base import utc_now  # noqa: E402
+from pipeline.market.serving import OfferServer  # noqa: E402
+from pipeline.settings import Settings  # noqa: E402
+from warehouse import Warehouse  # noqa: E402
+
+STAGES = ("read", "freshness", "scope", "selection", "answer", "page")
+
+
+def time_stages(
+    server: OfferServer, raws: list[bytes], between: Callable[[], Any]
+) -> dict[str, list[float]]:
+    """Each stage's time per question, in µs (as the route: the runs are read once a second,
+    in the freshness stage; the answer is made from the copy in force)."""
+    spent: dict[str, list[float]] = defaultdict(list)
+    clock = time.perf_counter
+    for raw in raws:
+        between()
+        t0 = clock()
+        query = _OFFERS_QUERY.parse_raw(raw, _A_PAGE)
+        t1 = clock()
+        freshness = server.freshness(utc_now())
+        t2 = clock()
+        ready = server._ready(OFFER_JSON)  # the copy in force (not timed)
+        t2b = clock()
+        filters = query.filters()
+        t3 = clock()
+        if ready is None:  # the runs are due for a read (once a second): the next question
+            continue
+        ready[0].select(filters)
+        t4 = clock()
+        answer = server.encoded(query, freshness, OFFER_JSON, ready_only=True)
+        t5 = clock()
+        if answer is None:  # a read fell due since the freshness stage: not timed
+            continue
+        _encoded_page(answer)
+        t6 = clock()
+        times = (t1 - t0, t2 - t1, t3 - t2b, t4 - t3, t5 - t4, t6 - t5)
+        for stage, spent_s in zip(STAGES, times, strict=True):
+            spent[stage].append(spent_s * 1e6)
+    return spent
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--offers", type=int, default=100_000)
+    parser.add_argument("--questions", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=42)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, Warehouse.open(Path(tmp) / "w.duckdb") as warehouse:
+        market = build_market(args.offers, args.seed)
+        store_market(warehouse, market)
+        server = OfferServer(warehouse, Settings(db=Path(tmp) / "w.duckdb", scheduler=False))
+        questions = unique_questions(args.questions + 200, args.seed)
+        raws = [q.partition("?")[2].encode() for q in questions]
+        everything = _OFFERS_QUERY.parse_raw(b"", _A_PAGE)
+        assert server.encoded(everything, server.freshness(utc_now()), OFFER_JSON) is not None
+        time_stages(server, raws[:200], lambda: None)  # code paths warm
+        evict = np.ones(64 << 17)  # 64 MB
+
+        print(f"{market.size:,} current offers, {args.questions:,} never-asked questions")
+        print(f"{'stage':<11} {'warm mean':>10} {'median':>8} {'cold mean':>10} {'median':>8} (µs)")
+        warm = time_stages(server, raws[200:], lambda: None)
+        cold = time_stages(server, raws[200:], evict.sum)
+        for stage in STAGES:
+            w, c = warm[stage], cold[stage]
+            print(
+                f"{stage:<11} {statistics.fmean(w):>10.1f} {statistics.median(w):>8.1f} "
+                f"{statistics.fmean(c):>10.1f} {statistics.median(c):>8.1f}"
+            )
+        total = ("read", "freshness", "answer", "page")  # the route's own steps
+        print(
+            f"{'route':<11} {sum(statistics.fmean(warm[s]) for s in total):>10.1f} {'':>8} "
+            f"{sum(statistics.fmean(cold[s]) for s in total):>10.1f}  (read + freshness + answer "
+            "+ page)"
+        )
+
+
+if __name__ == "__main__":
+    main()
