@@ -5,7 +5,8 @@ provider run is written (minutes apart). `CurrentOffers.load` reads the table on
 derived columns of `offers_relation`, computed by the same SQL), cheapest per GPU-hour first,
 into Arrow columns, and keeps each filtered column as a NumPy array: numbers as float64 with NaN
 for NULL (a comparison with NaN is false, as a NULL condition in SQL), flags with NULL as false,
-text as codes into its distinct values (an `IN` is one lookup table indexed by the codes).
+text as codes into its distinct values (an `IN` is one lookup table indexed by the codes). The
+text and flag filters are evaluated once per kind of row (`_Kinds`), numbers row by row.
 `select(filters)` evaluates the filters on whole arrays and gives the positions of the first
 `limit` matches in the answer's order: the rows `latest_offers` would return, in the same order
 and with the same keys and values (`rows`). Filters it does not evaluate itself (`as_of`,
@@ -18,6 +19,7 @@ the life of the copy: a caller can keep what it makes of an offer (its JSON) by 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -354,17 +356,21 @@ def _bound_conditions(columns: _Columns | _Slice, filters: OfferFilters) -> list
 class _Kinds:
     """Each row's kind: its values of every text and flag a filter reads (provider, pricing,
     country, available, ...), as one code. Those filters are evaluated once per kind (a few
-    thousand at most, against 100,000 rows) and kept per question of them (`passing`): a row
+    hundred for 100,000 benchmark offers) and kept per question of them (`passing`): a row
     then passes them by one lookup of its kind."""
 
     def __init__(self, columns: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
-        # one number per row: its values in mixed radix (`sizes`: how many values a column has)
-        number, radix = np.zeros(len(columns[_KIND_COLUMNS[0]]), np.int64), 1
-        for name in _KIND_COLUMNS:
-            number += columns[name].astype(np.int64) * radix
-            radix *= sizes[name]
-        assert radix < 2**62, "too many distinct values to number a row's kind"
-        _, first, codes = np.unique(number, return_index=True, return_inverse=True)
+        values = [columns[name].astype(np.int64) for name in _KIND_COLUMNS]
+        if math.prod(sizes[name] for name in _KIND_COLUMNS) < 2**63:
+            # one number per row: its values in mixed radix (`sizes`: how many each column has)
+            number, radix = np.zeros(len(values[0]), np.int64), 1
+            for name, value in zip(_KIND_COLUMNS, values, strict=True):
+                number += value * radix
+                radix *= sizes[name]
+            _, first, codes = np.unique(number, return_index=True, return_inverse=True)
+        else:  # too many distinct values to number: rows compared whole (slower, as correct)
+            stacked = np.stack(values, axis=1)
+            _, first, codes = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
         self.codes = codes.reshape(-1).astype(np.intp)
         self.columns = {name: columns[name][first] for name in _KIND_COLUMNS}
         self._passing: dict[tuple[Any, ...], Mask | None] = {}

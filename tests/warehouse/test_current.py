@@ -116,3 +116,17 @@ def test_a_price_cap_over_the_cheapest_first_order_gives_the_rows_the_query_give
                     gpus=gpus, max_price_per_gpu_hour=cap, limit=limit, gpu_figures=FIGURES
                 )
                 assert copy.rows(wanted) == latest_offers(cur, wanted), (cap, limit)
+
+
+def test_rows_whose_kinds_are_too_varied_to_number_are_compared_whole_with_the_same_answers(
+    stored, copy
+):
+    with stored.cursor() as cur, patch("warehouse.current.math.prod", return_value=2**63):
+        whole = CurrentOffers.load(cur, gpu_figures=FIGURES)
+    for wanted in (
+        OfferFilters(gpu_figures=FIGURES),
+        OfferFilters(providers=frozenset({"runpod", "lambda"}), pricing="on_demand"),
+        OfferFilters(countries=frozenset({"US", "SE"}), include_unavailable=True, limit=4),
+        OfferFilters(jurisdiction="eea", nvlink=True, sort="-price_per_hour"),
+    ):
+        assert whole.rows(wanted) == copy.rows(wanted)
