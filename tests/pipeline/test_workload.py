@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from pipeline.catalog import get_catalog
@@ -327,9 +327,10 @@ def test_memory_grows_with_micro_batch(model: str, method: str, b1: int, b2: int
 @given(st.sampled_from(["full", "lora"]), st.floats(0.1, 1000), st.floats(0.1, 1000))
 def test_memory_grows_with_parameters(method: str, p1: float, p2: float) -> None:
     small, large = sorted((p1, p2))
+    assume(large > small * (1 + 1e-9))  # a last-digit difference is lost in the sums' rounding
     before = estimate_memory(Workload.build(params_b=small, method=method))  # type: ignore[arg-type]
     after = estimate_memory(Workload.build(params_b=large, method=method))  # type: ignore[arg-type]
-    assert before.per_gpu_gib < after.per_gpu_gib or small == large
+    assert before.per_gpu_gib < after.per_gpu_gib
 
 
 @settings(max_examples=60, deadline=None)
