@@ -44,7 +44,7 @@ from pipeline.settings import Settings
 from warehouse import OfferFilters, Warehouse
 from warehouse.current import CurrentOffers
 
-__all__ = ["OfferServer", "OffersAnswer", "answer_offers"]
+__all__ = ["OfferServer", "OffersAnswer", "answer_offers", "reported_providers"]
 
 T = TypeVar("T")
 
@@ -80,11 +80,12 @@ def _within_max_age(
     return query.model_copy(update={"providers": providers}) if providers else None
 
 
-def _reported(
-    freshness: Sequence[ProviderFreshness], drawn: set[str], asked: Sequence[str]
+def reported_providers(
+    freshness: Sequence[ProviderFreshness], asked: Sequence[str]
 ) -> list[ProviderFreshness]:
-    """The providers an answer reports on: those it draws on or was asked for (else all)."""
-    return [f for f in freshness if f.provider in drawn or not asked]
+    """The providers an answer reports on: those asked for, else all (an answer's offers are
+    all of the providers asked for, when any are)."""
+    return [f for f in freshness if not asked or f.provider in asked]
 
 
 def _as_of_freshness(
@@ -140,8 +141,7 @@ def answer_offers(
     rows = select(restricted)
     for row in rows:  # fresh dicts, ours to mark
         row["stale"] = row["provider"] in stale or rate_is_stale(row)
-    drawn = {row["provider"] for row in rows} | set(restricted.providers)
-    return OffersAnswer(offers=rows, providers=_reported(freshness, drawn, restricted.providers))
+    return OffersAnswer(offers=rows, providers=reported_providers(freshness, restricted.providers))
 
 
 @dataclass(slots=True)
@@ -338,8 +338,7 @@ class OfferServer:
                 provider_stale = np.array([n in stale_providers for n in names] + [False])
                 made.stale_of_providers[stale_providers] = provider_stale
             stale = provider_stale[codes[positions]] | made.rate_stale[positions]
-        # The offers are of the providers asked for (if any): those are the ones reported
-        providers = _reported(freshness, set(restricted.providers), restricted.providers)
+        providers = reported_providers(freshness, restricted.providers)
         return EncodedAnswer(providers, made, positions, stale)
 
     def _past_copy(

@@ -73,9 +73,8 @@ class WrittenCopy:
 class EncodedAnswer:
     """An answer's offers as JSON objects made before (`written`, at `positions` in the
     answer's order) and whether each is stale (`stale`: each offer's, or True / False for every
-    offer): `array()` joins them
-    (or `array_pieces()`, a piece at a time), `pieces()` streams them as NDJSON lines. Nothing
-    is taken from `written` before a piece is asked for."""
+    offer): `array()` joins them (or `array_pieces()`, a piece at a time), `pieces()` streams
+    them as NDJSON lines. Nothing is taken from `written` before a piece is asked for."""
 
     providers: list[ProviderFreshness]
     written: WrittenCopy
@@ -105,8 +104,10 @@ class EncodedAnswer:
 
     def array_size(self) -> int:
         """How many bytes `array()` makes, without making it."""
-        stale = int(self.stale.sum()) if isinstance(self.stale, np.ndarray) else 0
-        stale = self.count if self.stale is True else stale
+        if isinstance(self.stale, bool):
+            stale = self.count if self.stale else 0
+        else:
+            stale = int(self.stale.sum())
         ends = stale * len(_STALE[True]) + (self.count - stale) * len(_STALE[False])
         sizes = int(self.written.sizes[self.positions].sum())
         return 2 + sizes + ends + max(0, self.count - 1)

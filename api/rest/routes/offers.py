@@ -25,7 +25,7 @@ from api.rest.schemas import OfferOut, OffersPage, ProviderFreshnessOut
 from pipeline.errors import PipelineError
 from pipeline.market.freshness import ProviderFreshness
 from pipeline.market.offers import OfferQuery
-from pipeline.market.serving import OffersAnswer, OfferServer
+from pipeline.market.serving import OffersAnswer, OfferServer, reported_providers
 from pipeline.market.written import EncodedAnswer, RowEncoder
 from pipeline.timeparse import Duration
 
@@ -94,11 +94,11 @@ async def list_offers(
     if answer is not None:
         return _JsonPage(await offload(_encoded_page, answer))
     rows = await offload(server.answer, query, clock(), freshness, query.max_age)
-    offers_json, count, _drawn = await offload(_offers_part, rows, query)
+    offers_json, count = await offload(_offers_part, rows)
     return _page(offers_json, count, rows.providers)
 
 
-_OfferPart = tuple[bytes, int, frozenset[str]]
+_OfferPart = tuple[bytes, int]
 PIECE_ROWS = 256
 """Offers per piece of a page sent a piece at a time (about 200 KB)."""
 IN_ONE_PIECE_ROWS = 1000
@@ -127,9 +127,8 @@ async def _current_page(
     if part is None:
         now = clock()
         part = await offload(server.derived, key, lambda: _part(server, query, now, freshness))
-    offers_json, count, drawn = part
-    providers = [f for f in freshness if f.provider in drawn or not query.providers]
-    return _page(offers_json, count, providers)
+    offers_json, count = part
+    return _page(offers_json, count, reported_providers(freshness, query.providers))
 
 
 _A_PAGE = {"limit": MAX_OFFERS_PAGE}
@@ -201,18 +200,17 @@ snapshot."""
 def _part(
     server: OfferServer, query: OfferQuery, now: datetime, freshness: list[ProviderFreshness]
 ) -> _OfferPart:
-    """The page's offers as JSON, how many, and the providers it reports on."""
+    """The page's offers as JSON, and how many."""
     answer = server.encoded(query, freshness, OFFER_JSON)
     if answer is None:  # region: asked of the warehouse
-        return _offers_part(server.answer(query, now, freshness), query)
-    return answer.array(), answer.count, frozenset(f.provider for f in answer.providers)
+        return _offers_part(server.answer(query, now, freshness))
+    return answer.array(), answer.count
 
 
-def _offers_part(answer: OffersAnswer, query: OfferQuery) -> _OfferPart:
-    """The answer's offers as JSON, how many, and the providers the page reports on."""
+def _offers_part(answer: OffersAnswer) -> _OfferPart:
+    """The answer's offers as JSON, and how many."""
     rows = answer.offers
-    drawn = frozenset({row["provider"] for row in rows} | set(query.providers))
-    return b"[" + b",".join(write_offers(rows)) + b"]", len(rows), drawn
+    return b"[" + b",".join(write_offers(rows)) + b"]", len(rows)
 
 
 async def _stream(
