@@ -71,7 +71,7 @@ _BOUNDS: tuple[tuple[str, str, Callable[[Any, Any], Mask]], ...] = (
 """(filter, column, comparison): a bound on a numeric column (NaN, i.e. NULL, never passes)."""
 _REQUIRED_FLAGS = ("verified", "nvlink")
 """Flags a filter of the same name requires true (NULL, unknown, never passes)."""
-_KIND_COLUMNS = ("provider", "pricing", "form_factor", "country", "continent", *_FLAGS)
+_KIND_COLUMNS = (*(name for name in _TEXTS if name != "gpu"), *_FLAGS)
 """The columns of a row's kind (`_Kinds`): every text and flag a filter other than `gpus` reads."""
 _KIND_FILTERS = (
     "providers", "pricing", "form_factor", "verified", "nvlink", "include_unavailable",
@@ -308,12 +308,7 @@ class CurrentOffers:
         passing = self._kinds.passing(filters, self._kind_conditions)
         if passing is not None:
             conditions.append(passing[columns["kind"]])
-        if not conditions:
-            return None
-        mask = conditions[0].copy() if len(conditions) > 1 else conditions[0]
-        for condition in conditions[1:]:
-            mask &= condition
-        return mask
+        return _all_of(conditions)
 
     def _kind_conditions(self, columns: dict[str, np.ndarray], filters: OfferFilters) -> list[Mask]:
         """The text and flag filters over `columns` (each kind's values)."""
@@ -338,6 +333,17 @@ class CurrentOffers:
         if filters.jurisdiction in ("eea", "eu"):
             conditions.append(columns[filters.jurisdiction])
         return conditions
+
+
+def _all_of(conditions: list[Mask]) -> Mask | None:
+    """Where every condition holds (None: there is no condition, everything passes); the
+    conditions themselves are left as they are."""
+    if not conditions:
+        return None
+    mask = conditions[0].copy() if len(conditions) > 1 else conditions[0]
+    for condition in conditions[1:]:
+        mask &= condition
+    return mask
 
 
 def _bound_conditions(columns: _Columns | _Slice, filters: OfferFilters) -> list[Mask]:
@@ -384,12 +390,7 @@ class _Kinds:
         key = tuple(getattr(filters, name) for name in _KIND_FILTERS)
         if key in self._passing:
             return self._passing[key]
-        found = conditions(self.columns, filters)
-        passing = None
-        if found:
-            passing = found[0].copy()
-            for condition in found[1:]:
-                passing &= condition
+        passing = _all_of(conditions(self.columns, filters))
         if len(self._passing) >= _KIND_QUESTIONS_KEPT:
             self._passing.clear()  # the few kept again as they are asked
         self._passing[key] = passing
