@@ -22,7 +22,7 @@ from tests.lake.cluster import (
     wait_until,
     write_config,
 )
-from tests.pipeline.alerts_receiver import receiving
+from tests.pipeline.alerts.receiver import receiving
 from warehouse import Warehouse
 
 LEASE_TTL_S = 5

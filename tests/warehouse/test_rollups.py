@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.api.routes.test_index import replay, vastai_body
+from tests.api.rest.routes.test_index import replay, vastai_body
 from warehouse import OfferFilters
 from warehouse.history import HistoryFilters, history_sql
 from warehouse.rollups import rebuild_rollups

@@ -168,7 +168,7 @@ _OFFER_KEYS = tuple(OfferOut.model_fields)  # the warehouse's columns in order, 
 
 def write_offers(rows: list[dict[str, Any]], keys: tuple[str, ...] = _OFFER_KEYS) -> list[bytes]:
     """Each row (an offer with at least `keys`) as `OfferOut` serializes it (its `keys`):
-    orjson writes the same bytes five times faster than pydantic (tests/api/routes/
+    orjson writes the same bytes five times faster than pydantic (tests/api/rest/routes/
     test_offers_json.py holds it to pydantic's on recorded answers, current and as of a time).
     Rows of exactly `keys`, in order (the warehouse's columns, then `stale`), are written as
     they are; others through a dict of `keys`."""

@@ -17,7 +17,7 @@ from pipeline.alerts import (
     send_test,
 )
 from pipeline.settings import Settings
-from tests.pipeline.alerts_receiver import Answer, Clock, add_rule, enqueue, receiving
+from tests.pipeline.alerts.receiver import Answer, Clock, add_rule, enqueue, receiving
 from warehouse import Warehouse
 from warehouse import alerts as wa
 

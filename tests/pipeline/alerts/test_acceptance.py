@@ -25,7 +25,7 @@ from pipeline.collection.schedule import Collector, collect_provider
 from pipeline.settings import Settings
 from scrapers import build_client
 from scrapers.models import Pricing
-from tests.pipeline.alerts_receiver import Answer, Clock, receiving, vast_bundles
+from tests.pipeline.alerts.receiver import Answer, Clock, receiving, vast_bundles
 
 FAST = {
     "allow_private_webhooks": True,

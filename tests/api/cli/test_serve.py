@@ -19,7 +19,7 @@ import httpx
 from tests.conftest import FIXTURES
 from warehouse import Warehouse
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def free_port() -> int:
@@ -186,7 +186,7 @@ def test_sigterm_stops_serve_within_2_s_during_a_webhook_attempt(db_path, tmp_pa
     from pipeline.alerts.delivery import STOPPING
     from pipeline.collection.collect import utc_now
     from pipeline.settings import Settings
-    from tests.pipeline.alerts_receiver import Answer, add_rule, enqueue, receiving
+    from tests.pipeline.alerts.receiver import Answer, add_rule, enqueue, receiving
 
     local = Settings(db=db_path, allow_private_webhooks=True)
     with receiving(default=Answer(200, trickle_s=0.5)) as receiver:

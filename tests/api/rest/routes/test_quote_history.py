@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from pipeline.settings import Settings
-from tests.api.routes.test_index import replay, vastai_body
+from tests.api.rest.routes.test_index import replay, vastai_body
 
 QLORA_70B = {"model": "Llama-3.1-70B", "method": "qlora", "tokens": "50M"}
 H100_PER_GPU_HOUR = 1.9333375

@@ -12,7 +12,7 @@ from api.cli.commands import app
 from pipeline.alerts import AlertKind, AlertSpec, Condition, create_alert, evaluate_alerts
 from pipeline.alerts.errors import InvalidAlertError
 from pipeline.settings import Settings
-from tests.api.routes.test_index import replay, vastai_body
+from tests.api.rest.routes.test_index import replay, vastai_body
 from warehouse import Warehouse
 from warehouse import alerts as wa
 

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from pipeline.settings import Settings
-from tests.api.routes.test_index import replay, vastai_body
+from tests.api.rest.routes.test_index import replay, vastai_body
 
 DAY0 = datetime(2026, 3, 1, tzinfo=UTC)
 NOW = DAY0 + timedelta(days=4, hours=15, minutes=30)

@@ -19,7 +19,7 @@ from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
 from scrapers.models import Pricing
 from tests.conftest import FIXTURES
-from tests.pipeline.alerts_receiver import Clock, vast_bundles
+from tests.pipeline.alerts.receiver import Clock, vast_bundles
 from warehouse import alerts as wa
 
 URL = "http://127.0.0.1:9/hook"

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from api.rest.deps import get_resolver
 from pipeline.settings import Settings
-from tests.pipeline.alerts_receiver import Answer, receiving
+from tests.pipeline.alerts.receiver import Answer, receiving
 
 KEY = "k3y-for-alert-management"
 AUTH = {"Authorization": f"Bearer {KEY}"}

@@ -14,7 +14,7 @@ from pipeline.market.serving import STATUS_TTL_S, OfferServer, answer_offers
 from pipeline.market.written import RowEncoder
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES, OBSERVED_AT
-from tests.pipeline.test_eu_clouds import collect
+from tests.pipeline.collection.test_eu_clouds import collect
 from warehouse.current import CurrentOffers
 
 OFFER_JSON_FOR_TESTS = RowEncoder(

@@ -12,7 +12,7 @@ from pipeline.collection.failures import failure_words
 from pipeline.collection.schedule import Collector, retry_delay
 from pipeline.settings import Settings
 from scrapers import vastai
-from tests.pipeline.test_schedule import wait_until
+from tests.pipeline.collection.test_schedule import wait_until
 
 
 def _failing(error: str):

@@ -19,7 +19,7 @@ from pipeline.market.serving import answer_offers
 from pipeline.settings import Settings
 from pipeline.workload.ranking import job_cost_usd, rank_offers
 from tests.conftest import FIXTURES
-from tests.pipeline.test_workload import QLORA_70B
+from tests.pipeline.workload.test_model import QLORA_70B
 
 AT = datetime(2026, 11, 30, 12, tzinfo=UTC)
 USD_PER_EUR = 1.1602  # ecb_eurofxref_daily.xml, 2026-11-27

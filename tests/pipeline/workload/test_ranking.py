@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pipeline.catalog import get_catalog
 from pipeline.workload.ranking import SPOT_NOT_CHEAPER, rank_offers
-from tests.pipeline.test_workload import QLORA_70B, offer
+from tests.pipeline.workload.test_model import QLORA_70B, offer
 
 
 def machine(price: float, pricing: str, offer_id: str = "vast-1") -> dict:

@@ -9,7 +9,7 @@ from standardwebhooks import Webhook
 from typer.testing import CliRunner
 
 from api.cli.commands import app
-from tests.pipeline.alerts_receiver import Answer, receiving, vast_bundles
+from tests.pipeline.alerts.receiver import Answer, receiving, vast_bundles
 from warehouse import Warehouse
 
 runner = CliRunner()

@@ -19,7 +19,7 @@ from pipeline.alerts import (
 from pipeline.alerts.delivery import STOPPING
 from pipeline.collection.collect import utc_now
 from pipeline.settings import Settings
-from tests.pipeline.alerts_receiver import Answer, Clock, add_rule, enqueue, receiving
+from tests.pipeline.alerts.receiver import Answer, Clock, add_rule, enqueue, receiving
 from warehouse import alerts as wa
 
 TIMEOUT_S = 2.0  # a healthy local receiver answers well inside it, even on a loaded machine

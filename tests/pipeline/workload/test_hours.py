@@ -31,7 +31,7 @@ from pipeline.workload.hours import (
 from pipeline.workload.model import Workload
 from pipeline.workload.quotes import check_hardware
 from tests.conftest import FIXTURES
-from tests.pipeline.test_workload import CATALOG, gpu, job
+from tests.pipeline.workload.test_model import CATALOG, gpu, job
 
 TOKENS = 1_000_000_000
 WITHIN = 1.35

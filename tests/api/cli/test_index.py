@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from api.cli.commands import app
 from pipeline.market.index import IndexQuery, index_series
 from pipeline.market.outlook import MarketQuery, market_outlook
-from tests.api.routes.test_index import replay, vastai_body
+from tests.api.rest.routes.test_index import replay, vastai_body
 from warehouse import Warehouse
 
 runner = CliRunner()
