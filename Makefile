@@ -10,7 +10,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 BENCH_RESULTS := $(VENV)/bench-results.jsonl
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run demo test lint bench clean browser
+.PHONY: run demo test lint bench clean browser docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,7 @@ $(RUN_STAMP): $(BIN)/python pyproject.toml
 	touch $(RUN_STAMP)
 
 $(STAMP): $(RUN_STAMP) pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[dev,lake]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,lake,docs]'
 	touch $(STAMP)
 
 run: $(RUN_STAMP)
@@ -54,6 +54,12 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
+# The documentation site (docs/mkdocs.yml, pages in docs/pages/) built into site/; the reference
+# pages (CLI, settings, REST API, providers) are generated from the code by docs/generate.py at
+# every build. `make test` builds it too (tests/test_docs.py), strictly.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --config-file docs/mkdocs.yml
+
 # The `bench` extra: gpuhunt (pinned, the peer we measure against) and the profilers.
 $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,lake,bench]'
@@ -73,4 +79,4 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/report.py $(BENCH_RESULTS)
 
 clean:
-	rm -rf $(VENV) data
+	rm -rf $(VENV) data site docs/pages/reference
