@@ -11,6 +11,7 @@ import httpx
 from fastapi import Depends, FastAPI
 from starlette.types import Receive, Scope, Send
 
+from api.mcp import install_mcp, mcp_sessions
 from api.rest.docs import install_offline_docs
 from api.rest.edge import BodyLimitMiddleware, HeadAsGetMiddleware, known_query_only
 from api.rest.problems import install_problem_handlers
@@ -86,7 +87,8 @@ def create_app(
             )
             app.state.collector.start()
         try:
-            yield
+            async with mcp_sessions(app).run():
+                yield
         finally:
             if app.state.collector is not None:
                 app.state.collector.shutdown()
@@ -119,6 +121,7 @@ def create_app(
     )  # fmt: skip
     for module in routers:  # the API; the web page reads its own query leniently
         app.include_router(module.router, dependencies=[Depends(known_query_only)])
+    install_mcp(app, settings.host)  # the read answers as MCP tools at /mcp
     install_offline_docs(app)  # before the page's /static mount, which would shadow its files
     app.include_router(web.router)
     web.mount_static(app)

@@ -20,6 +20,7 @@ from api.cli.common import (
     user_errors,
 )
 from api.cli.index import index_command, market_command
+from api.cli.mcp import mcp
 from api.cli.offers import FormatOption, OutputFormat, gpus, offers
 from api.cli.quote import quote
 from api.cli.remote import ApiOption, remote_for
@@ -45,6 +46,7 @@ app.command()(offers)
 app.command()(gpus)
 app.command()(serve)
 app.command()(demo)
+app.command()(mcp)
 
 
 class Interval(StrEnum):

@@ -1,0 +1,273 @@
+"""The API's read answers as Model Context Protocol tools: `offers`, `quote`, `history`, `market`.
+
+A coding agent asks "where should I fine-tune this, and for how much?" through MCP (the official
+Python SDK's low-level server). Each tool is one route of the REST API, and nothing else:
+
+- its input schema is that route's own, read from the app's OpenAPI schema (the query
+  parameters of a GET, the request body of a POST), so the tools take exactly the parameters
+  the API declares, with their descriptions and bounds;
+- a call is that request, sent through the whole app (every middleware and exception handler)
+  in the same process, or to a running server (`gpuprices mcp --api URL`), and its result is the
+  API's answer as it is, freshness and stale marks included;
+- a bad argument is the API's 4xx, turned into a tool error carrying the API's `detail` (what
+  to fix); the server keeps serving.
+
+`gpuprices mcp` serves them over stdio; `serve` mounts them at `/mcp` (streamable HTTP).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+__all__ = [
+    "TOOLS",
+    "ApiTool",
+    "install_mcp",
+    "mcp_sessions",
+    "mcp_http_app",
+    "mcp_server",
+    "tool_list",
+]
+
+SERVER_NAME = "gpuprices"
+INSTRUCTIONS = (
+    "GPU prices for fine-tuning LLMs: what is on offer now (offers), the cheapest place to run "
+    "a fine-tuning job (quote), how prices moved (history), and whether to rent now or wait "
+    "(market). Prices are USD; each answer says when it was observed and whether a provider's "
+    "data is stale."
+)
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+@dataclass(frozen=True, slots=True)
+class ApiTool:
+    """One MCP tool: the API route it asks and a description an agent can choose by."""
+
+    name: str
+    method: str
+    path: str
+    description: str
+
+
+TOOLS: tuple[ApiTool, ...] = (
+    ApiTool(
+        "offers",
+        "GET",
+        "/offers",
+        "GPU offers on sale now (or as they stood at `as_of`), cheapest per GPU-hour first: "
+        "price per GPU-hour and per instance-hour, on-demand or spot, GPU and form factor, "
+        "where it is (country, EEA), whether it is rentable now, and whether its provider's "
+        "data is stale. Filter by gpu (A100-80GB, H100:8), provider, pricing, place, node size.",
+    ),
+    ApiTool(
+        "quote",
+        "POST",
+        "/quotes",
+        "Where a fine-tuning job runs cheapest now: give a model (or params_b), a method "
+        "(full, lora, qlora) and tokens; get the memory it needs, the GPUs, layout, hours and "
+        "total cost per offer, ranked, with the reasons offers were skipped.",
+    ),
+    ApiTool(
+        "history",
+        "GET",
+        "/prices/history",
+        "How one GPU's price moved: per provider and pricing, min / p25 / median / max per "
+        "GPU-hour per bucket (1h, 6h, 1d, 1w) over a time range; gaps where a provider had no "
+        "good snapshot, never zeros.",
+    ),
+    ApiTool(
+        "market",
+        "GET",
+        "/market",
+        "Rent now or wait: where one GPU's price index sits now against its last days "
+        "(percentiles, availability, volatility, the cheapest hour of day).",
+    ),
+)
+
+
+def tool_list(openapi: Mapping[str, Any]) -> list[types.Tool]:
+    """The tools, each with its route's input schema from the app's OpenAPI schema."""
+    return [
+        types.Tool(
+            name=tool.name,
+            description=tool.description,
+            input_schema=_input_schema(openapi, tool),
+            annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+        )
+        for tool in TOOLS
+    ]
+
+
+def _input_schema(openapi: Mapping[str, Any], tool: ApiTool) -> dict[str, Any]:
+    operation = openapi["paths"][tool.path][tool.method.lower()]
+    components = openapi.get("components", {}).get("schemas", {})
+    if tool.method == "GET":
+        properties: dict[str, Any] = {}
+        required = []
+        for parameter in operation.get("parameters", []):
+            if parameter.get("in") != "query":
+                continue
+            schema = dict(_inlined(parameter.get("schema", {}), components))
+            if parameter.get("description") and "description" not in schema:
+                schema["description"] = parameter["description"]
+            properties[parameter["name"]] = schema
+            if parameter.get("required"):
+                required.append(parameter["name"])
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": False,
+        }
+    body = operation["requestBody"]["content"]["application/json"]["schema"]
+    schema = dict(_inlined(body, components))
+    schema.setdefault("type", "object")
+    return schema
+
+
+def _inlined(schema: Any, components: Mapping[str, Any]) -> Any:
+    """`schema` with its `$ref`s to `#/components/schemas/...` replaced by their definitions."""
+    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/components/schemas/"):
+            return _inlined(components[ref.rsplit("/", 1)[1]], components)
+        return {key: _inlined(value, components) for key, value in schema.items()}
+    if isinstance(schema, list):
+        return [_inlined(value, components) for value in schema]
+    return schema
+
+
+ClientFactory = Callable[[], httpx.AsyncClient]
+"""A client of the API: the app itself in this process, or a server's URL."""
+
+
+def mcp_server(openapi: Callable[[], Mapping[str, Any]], client: ClientFactory) -> Server[Any]:
+    """The MCP server over the API that `client` reaches, whose schema `openapi` returns."""
+
+    async def list_tools(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tool_list(openapi()))
+
+    def input_schema(name: str) -> Mapping[str, Any] | None:
+        tool = _by_name(name)
+        return None if tool is None else _input_schema(openapi(), tool)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool = _by_name(params.name)
+        if tool is None:
+            known = ", ".join(t.name for t in TOOLS)
+            return _error(f"Unknown tool {params.name!r}; the tools are {known}")
+        arguments = params.arguments or {}
+        try:
+            async with client() as api:
+                if tool.method == "GET":
+                    response = await api.get(tool.path, params=_query(arguments))
+                else:
+                    response = await api.request(tool.method, tool.path, json=arguments)
+        except httpx.HTTPError as exc:
+            return _error(f"the gpuprices API could not be reached: {exc or type(exc).__name__}")
+        if response.status_code >= 400:
+            return _error(_problem(response))
+        answer = response.json()
+        return types.CallToolResult(
+            content=[types.TextContent(text=response.text)], structured_content=answer
+        )
+
+    return Server(
+        SERVER_NAME,
+        instructions=INSTRUCTIONS,
+        get_tool_input_schema=input_schema,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def mcp_http_app(
+    server: Server[Any], host: str
+) -> tuple[StreamableHTTPASGIApp, StreamableHTTPSessionManager]:
+    """The streamable HTTP transport for `server`, and its session manager (whose `run()` the
+    hosting app's lifespan enters). On a loopback address, Host and Origin are checked against
+    loopback names (DNS rebinding), as the SDK does."""
+    security = None
+    if host in LOOPBACK_HOSTS:
+        security = TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "testserver"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    manager = StreamableHTTPSessionManager(app=server, security_settings=security)
+    return StreamableHTTPASGIApp(manager), manager
+
+
+def _by_name(name: str) -> ApiTool | None:
+    return next((tool for tool in TOOLS if tool.name == name), None)
+
+
+def _query(arguments: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Tool arguments as query parameters: lists repeated, booleans as the API reads them."""
+    pairs: list[tuple[str, str]] = []
+    for name, value in arguments.items():
+        for item in value if isinstance(value, list) else [value]:
+            if item is None:
+                continue
+            text = json.dumps(item) if isinstance(item, bool | dict) else str(item)
+            pairs.append((name, text))
+    return pairs
+
+
+def _problem(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+        detail = body.get("detail") if isinstance(body, dict) else None
+    except ValueError:
+        detail = None
+    return str(detail) if detail else f"HTTP {response.status_code}: {response.text[:200]}"
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+
+def install_mcp(app: Any, host: str) -> None:
+    """Serve the tools at `/mcp` on `app` (a FastAPI app), through its whole middleware stack;
+    each tool call asks `app` itself in this process. `mcp_sessions(app)` is entered by the
+    app's lifespan: a session manager runs once, so each start of the app makes its own."""
+
+    def client() -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1", timeout=None
+        )
+
+    app.state.mcp_server = mcp_server(app.openapi, client)
+    app.state.mcp_host = host
+    app.add_route(
+        "/mcp", _Transport(app), methods=["GET", "POST", "DELETE"], include_in_schema=False
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Transport:
+    """The `/mcp` endpoint: an ASGI app (Starlette calls a plain function with a request)
+    handing each request to the session manager of the app's current run."""
+
+    app: Any
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app.state.mcp_sessions.asgi_app(scope, receive, send)
+
+
+def mcp_sessions(app: Any) -> StreamableHTTPSessionManager:
+    """A new session manager for the app's MCP server (see `install_mcp`)."""
+    _, manager = mcp_http_app(app.state.mcp_server, app.state.mcp_host)
+    app.state.mcp_sessions = manager
+    return manager
