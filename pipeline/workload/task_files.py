@@ -94,7 +94,7 @@ def _header(result: QuoteResult, quote: Quote, rank: int, where: Target) -> str:
     observed = observed.isoformat() if hasattr(observed, "isoformat") else str(observed)
     low, high = quote.cost_range_usd
     lines = [
-        f"gpuprices quote {rank} of {len(result.ranking.quotes)}: {w.arch.name} {w.method}, "
+        f"gpuprices quote {rank} of {result.ranking.feasible}: {w.arch.name} {w.method}, "
         f"{w.tokens:,} tokens, seq_len {w.seq_len}, micro_batch {w.micro_batch}",
         f"offer: {offer['provider']} {quote.gpus} x {offer['gpu']}{form}, {pricing}, {place} "
         f"(offer {offer['offer_id']}), observed {observed}",
@@ -156,7 +156,8 @@ def _pick(result: QuoteResult, pick: int) -> Quote:
         raise LauncherError("pick", "no offer can run this job, so there is nothing to launch")
     if not 1 <= pick <= len(quotes):
         raise LauncherError(
-            "pick", f"must be from 1 to {len(quotes)} (the quotes that can run the job), got {pick}"
+            "pick",
+            f"pick {pick}: only {len(quotes)} offers can run the job; choose 1 to {len(quotes)}",
         )
     return quotes[pick - 1]
 
