@@ -3,12 +3,19 @@
 PipelineError            every pipeline failure
 ├── UnknownGpuError      a GPU name the catalog cannot resolve (message names the closest ids)
 ├── UnknownProviderError a provider name that is not registered
-└── WorkloadError        an impossible fine-tuning workload (names the field; suggestions)
+├── WorkloadError        an impossible fine-tuning workload (names the field; suggestions)
+└── LauncherError        a quote no launcher task can be written for (names the field)
 """
 
 from __future__ import annotations
 
-__all__ = ["PipelineError", "UnknownGpuError", "UnknownProviderError", "WorkloadError"]
+__all__ = [
+    "LauncherError",
+    "PipelineError",
+    "UnknownGpuError",
+    "UnknownProviderError",
+    "WorkloadError",
+]
 
 
 class PipelineError(Exception):
@@ -38,3 +45,12 @@ class WorkloadError(PipelineError):
         self.field = field
         self.detail = f"{message}{hint}"
         self.closest = closest or []
+
+
+class LauncherError(PipelineError):
+    """A task file that cannot be written: an unknown launcher, a quote that is not there, or
+    an offer on a cloud or GPU the launcher cannot run; `field` names the input to change."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field

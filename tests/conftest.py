@@ -96,3 +96,17 @@ def db_held_by_another_process(db_path: Path):
     finally:
         holder.kill()
         holder.wait()
+
+
+@pytest.fixture(scope="session")
+def launcher_read(tmp_path_factory):
+    """`read(launcher_key, paths)`: what SkyPilot's or dstack's own parser read from our task
+    files, in their throwaway venvs (`tests/launcher_venvs.py`)."""
+    from pipeline.workload.launch import get_launcher
+    from tests.launcher_venvs import read_with_launcher
+
+    def read(key: str, paths):
+        home = tmp_path_factory.mktemp(f"{key}-home")
+        return read_with_launcher(get_launcher(key), list(paths), home)
+
+    return read

@@ -42,15 +42,23 @@ from pipeline.market.scope import OfferScope
 from pipeline.workload.architectures import model_key
 from pipeline.workload.model import LoraTargets, Method, Optimizer, Precision, Profile, Workload
 from pipeline.workload.quotes import QUOTE_SCOPE, QuoteRequest, check_hardware, quote_offers
+from pipeline.workload.task_files import task_file
 from scrapers.models import FormFactor
 from warehouse import WarehouseError
 
-__all__ = ["QuoteFormat", "quote"]
+__all__ = ["Emit", "QuoteFormat", "quote"]
 
 
 class QuoteFormat(StrEnum):
     TABLE = "table"
     JSON = "json"
+
+
+class Emit(StrEnum):
+    """The launchers a quote can be written for (`pipeline.workload.launch.LAUNCHERS`)."""
+
+    SKYPILOT = "skypilot"
+    DSTACK = "dstack"
 
 
 def _option(field: str) -> str:
@@ -253,6 +261,16 @@ def quote(
         float | None, typer.Option(min=0, help="Leave out dearer offers, USD")
     ] = None,
     fmt: Annotated[QuoteFormat, typer.Option("--format")] = QuoteFormat.TABLE,
+    emit: Annotated[
+        Emit | None,
+        typer.Option(
+            help="Print a SkyPilot task YAML or a dstack task configuration for one quote",
+            case_sensitive=False,
+        ),
+    ] = None,
+    pick: Annotated[
+        int, typer.Option(min=1, max=MAX_TOP, help="With --emit: which quote (1: the cheapest)")
+    ] = 1,
     db: DbOption = None,
     config: ConfigOption = None,
     api: ApiOption = None,
@@ -264,6 +282,10 @@ def quote(
         raise typer.BadParameter("--gpus needs --gpu", param_hint="--gpus")
     if form_factor is not None and gpu is None:
         raise typer.BadParameter("--form-factor needs --gpu", param_hint="--form-factor")
+    if emit is not None and gpu is not None:
+        raise typer.BadParameter("--emit writes a ranked quote; drop --gpu", param_hint="--emit")
+    if emit is not None:
+        top = max(top, pick)
     hf_config_body = _read_config(hf_config) if hf_config is not None else None
     workload_fields: dict[str, Any] = {
         "model": model,
@@ -311,8 +333,18 @@ def quote(
                     "include_spot": include_spot,
                     "top": top,
                 }
+                if emit is not None:
+                    body |= {"launcher": str(emit), "pick": pick}
+                    text = remote.request("POST", "/quotes/task", json_body=body)
+                    sys.stdout.write(text.decode() if isinstance(text, bytes) else str(text))
+                    return
                 answer = remote.request("POST", "/quotes", json_body=body)
                 result = QuotesOut.model_validate(answer)
+            elif emit is not None:
+                with open_existing(settings) as warehouse:
+                    ranked = quote_offers(warehouse, request, with_history=False)
+                sys.stdout.write(task_file(ranked, str(emit), pick))
+                return
             else:
                 with open_existing(settings) as warehouse:
                     result = quotes_out(quote_offers(warehouse, request))

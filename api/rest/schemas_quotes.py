@@ -35,6 +35,7 @@ __all__ = [
     "QuoteOut",
     "QuotesOut",
     "SkippedOut",
+    "TaskIn",
     "WorkloadOut",
     "WorkloadQuery",
     "bounded_json",
@@ -165,6 +166,22 @@ class QuoteIn(WorkloadQuery):
     top: int = Field(
         10, ge=1, le=MAX_TOP, description=f"Quotes to return, cheapest first (at most {MAX_TOP:,})"
     )
+
+
+class TaskIn(QuoteIn):
+    """A quote request, and which quote to write a task file for, for which launcher."""
+
+    launcher: Literal["skypilot", "dstack"] = Field(
+        description="skypilot: a SkyPilot task YAML; dstack: a dstack task configuration"
+    )
+    pick: int = Field(
+        1, ge=1, le=MAX_TOP, description="Which quote, cheapest first (1: the cheapest)"
+    )
+
+    def request(self, config: dict[str, Any] | None = None) -> QuoteRequest:
+        """The quotes up to `pick` at least."""
+        request = super().request(config)
+        return dataclasses.replace(request, top=max(self.top, self.pick))
 
 
 class BreakdownOut(BaseModel):

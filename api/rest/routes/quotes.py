@@ -17,11 +17,13 @@ from api.rest.schemas_quotes import (
     QuoteIn,
     QuoteOut,
     QuotesOut,
+    TaskIn,
     WorkloadQuery,
     models_page,
     quotes_out,
 )
 from pipeline.workload.quotes import QuoteRequest, quote_offers
+from pipeline.workload.task_files import task_file
 from warehouse import Warehouse
 
 __all__ = ["router"]
@@ -56,6 +58,28 @@ async def post_quotes(body: QuoteIn, warehouse: WarehouseDep, offload: OffloadDe
     with `include_spot` (or `pricing=spot`), each with its interruption risk.
     """
     return await offload(lambda: _quote(warehouse, body.request(body.config)))
+
+
+YAML = "application/yaml"
+
+
+@router.post(
+    "/quotes/task",
+    response_class=Response,
+    summary="A SkyPilot or dstack task file for one quote",
+    responses={200: {"content": {YAML: {}}, "description": "The task file (YAML)"}},
+)
+async def post_quote_task(body: TaskIn, warehouse: WarehouseDep, offload: OffloadDep) -> Response:
+    """The `POST /quotes` body plus `launcher` and `pick`: the task file that runs quote number
+    `pick` (the cheapest by default) with the settings its estimate assumed, as
+    `gpuprices quote --emit` prints it. An offer on a cloud the launcher cannot run on is a 422
+    naming the clouds it can (choose another `pick`)."""
+
+    def write() -> str:
+        ranked = quote_offers(warehouse, body.request(body.config), with_history=False)
+        return task_file(ranked, body.launcher, body.pick)
+
+    return Response(await offload(write), media_type=YAML)
 
 
 @router.get("/offers/best", response_model=QuotesOut, summary="The cheapest offer for a job")

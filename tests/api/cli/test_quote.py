@@ -244,3 +244,82 @@ def test_packing_flash_attention_and_lora_targets_reach_the_workload():
         False,
         "attention",
     )
+
+
+QLORA_70B_ARGS = ("--model", "Llama-3.1-70B", "--method", "qlora", "--tokens", "50M")
+
+
+def first_quote(snapshot: Path) -> dict:
+    result = run(*QLORA_70B_ARGS, "--format", "json", "--db", str(snapshot))
+    body = json.loads(result.stdout)
+    return {"workload": body["workload"], **body["quotes"][0]}
+
+
+def test_emit_skypilot_writes_a_task_skypilot_reads_as_the_first_quote(
+    snapshot, tmp_path, launcher_read
+):
+    result = run(*QLORA_70B_ARGS, "--emit", "skypilot", "--db", str(snapshot))
+    assert result.exit_code == 0, result.output
+    task = tmp_path / "task.yaml"
+    task.write_text(result.stdout, encoding="utf-8")
+    (read,) = launcher_read("skypilot", [task])
+    first = first_quote(snapshot)
+    offer, w = first["offer"], first["workload"]
+    assert offer["provider"] == "vastai" and read["cloud"] == "vast"
+    # Vast.ai's geolocation and continent code as SkyPilot's catalog writes them (", US, NA")
+    assert offer["region"] == "US" and read["region"] == ", US, NA"
+    assert read["accelerators"] == {"RTX8000": offer["gpu_count"]}  # Quadro RTX 8000
+    assert read["use_spot"] is (offer["pricing"] == "spot")
+    settings = json.loads(read["envs"]["GPUPRICES_TRAINING"])
+    for field in ("method", "seq_len", "micro_batch", "grad_ckpt", "lora_rank", "lora_targets"):
+        assert settings[field] == w[field], field
+    assert settings["layout"] == first["layout"] and settings["gpus"] == first["gpus"]
+    assert settings["precision"] == "fp16"  # the Quadro RTX 8000 has no BF16
+    assert any("fp16" in note for note in first["notes"])
+
+
+def test_emit_dstack_writes_a_task_dstack_reads_as_the_first_quote(
+    snapshot, tmp_path, launcher_read
+):
+    result = run(*QLORA_70B_ARGS, "--emit", "dstack", "--db", str(snapshot))
+    assert result.exit_code == 0, result.output
+    task = tmp_path / "task.dstack.yml"
+    task.write_text(result.stdout, encoding="utf-8")
+    (read,) = launcher_read("dstack", [task])
+    first = first_quote(snapshot)
+    offer, w = first["offer"], first["workload"]
+    assert (read["type"], read["backends"]) == ("task", ["vastai"])
+    assert read["regions"] == [offer["region"].lower()]
+    assert read["gpu_names"] == ["QRTX8000"] and read["gpu_count"] == [offer["gpu_count"]] * 2
+    assert read["spot_policy"] == ("spot" if offer["pricing"] == "spot" else "on-demand")
+    settings = json.loads(read["env"]["GPUPRICES_TRAINING"])
+    for field in ("method", "seq_len", "micro_batch", "grad_ckpt", "lora_rank", "lora_targets"):
+        assert settings[field] == w[field], field
+    assert settings["layout"] == first["layout"]
+
+
+def test_emit_pick_writes_another_quote(snapshot):
+    result = run(*QLORA_70B_ARGS, "--emit", "dstack", "--pick", "2", "--db", str(snapshot))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("# gpuprices quote 2 of ")
+
+
+def test_an_offer_on_a_cloud_the_launcher_cannot_run_is_one_line_and_exit_1(db_path):
+    with Warehouse.open(db_path) as warehouse:
+        run_collection(
+            ["coreweave"],
+            warehouse,
+            replays={"coreweave": FIXTURES / "coreweave_pricing.html"},
+            observed_at=OBSERVED_AT,
+        )
+    result = run(*QLORA_70B_ARGS, "--emit", "skypilot", "--db", str(db_path))
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: quote 1 is on coreweave")
+    assert "aws, azure, gcp, lambda, oci, runpod, vastai, verda" in lines[0]
+    assert "--pick" in lines[0] and result.stdout == ""
+
+
+def test_emit_with_given_hardware_is_a_usage_error():
+    result = run(*QLORA_70B_ARGS, "--gpu", "H100", "--gpus", "8", "--emit", "skypilot")
+    assert result.exit_code == 2 and "Invalid value for --emit" in result.output

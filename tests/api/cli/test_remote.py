@@ -174,3 +174,12 @@ def test_an_address_left_by_a_dead_server_is_ignored(tmp_path):
     offers = invoke("offers", "--format", "json", "--db", db)
     assert offers.exit_code == 0, offers.output
     assert json.loads(offers.stdout)["offers"]
+
+
+def test_quote_emit_goes_through_the_server_and_prints_its_task_file(server):
+    _url, db = server
+    task = invoke("quote", "--model", "Llama-3.1-8B", "--method", "qlora", "--tokens", "50M",
+                  "--emit", "dstack", "--db", db)
+    assert task.exit_code == 0, task.output
+    assert task.stdout.startswith("# gpuprices quote 1 of ")
+    assert "type: task" in task.stdout and "GPUPRICES_TRAINING" in task.stdout

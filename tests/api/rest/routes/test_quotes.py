@@ -152,3 +152,61 @@ def test_time_model_inputs_are_accepted_and_each_quote_names_its_layout(quotes_c
 def test_an_unknown_lora_target_is_rejected_by_the_schema(quotes_client):
     response = quotes_client.post("/quotes", json={**QLORA_70B, "lora_targets": "mlp"})
     assert response.status_code == 422
+
+
+@pytest.mark.parametrize("launcher", ["skypilot", "dstack"])
+def test_quotes_task_returns_the_file_the_cli_writes(quotes_client, db_path, launcher):
+    from typer.testing import CliRunner
+
+    from tests.api.cli.test_quote import cli
+
+    body = {**QLORA_70B, "launcher": launcher, "pick": 2}
+    response = quotes_client.post("/quotes/task", json=body)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/yaml")
+    args = ["--model", "Llama-3.1-70B", "--method", "qlora", "--tokens", "50M"]
+    args += ["--emit", launcher, "--pick", "2", "--db", str(db_path)]
+    printed = CliRunner().invoke(cli(), ["quote", *args])
+    assert printed.exit_code == 0, printed.output
+    assert response.text == printed.stdout
+    assert response.text.startswith("# gpuprices quote 2 of ")
+
+
+def test_quotes_task_on_a_cloud_the_launcher_cannot_run_is_a_422_naming_the_clouds_it_can(
+    quotes_client, warehouse
+):
+    from pipeline.collection.collect import run_collection
+    from tests.conftest import FIXTURES, OBSERVED_AT
+
+    run_collection(
+        ["coreweave"],
+        warehouse,
+        replays={"coreweave": FIXTURES / "coreweave_pricing.html"},
+        observed_at=OBSERVED_AT,
+    )
+    on_coreweave = {**QLORA_70B, "provider": "coreweave"}
+    cheapest = quotes_client.post("/quotes", json=on_coreweave).json()["quotes"][0]["offer"]
+    assert cheapest["provider"] == "coreweave"
+    response = quotes_client.post("/quotes/task", json={**on_coreweave, "launcher": "dstack"})
+    assert response.status_code == 422
+    problem = response.json()
+    assert "dstack 0.22.5 cannot launch" in problem["detail"]
+    assert "aws, azure, gcp, lambda, oci, runpod, vastai, verda" in problem["detail"]
+    assert problem["errors"][0]["field"] == "pick"
+
+
+@pytest.mark.parametrize(
+    ("change", "field"), [({"launcher": "slurm"}, "launcher"), ({"pick": 0}, "pick")]
+)
+def test_quotes_task_refuses_an_unknown_launcher_or_pick(quotes_client, change, field):
+    body = {**QLORA_70B, "launcher": "skypilot", **change}
+    response = quotes_client.post("/quotes/task", json=body)
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == field
+
+
+def test_quotes_task_past_the_last_quote_says_how_many_there_are(quotes_client):
+    body = {**QLORA_70B, "launcher": "skypilot", "pick": 500}
+    response = quotes_client.post("/quotes/task", json=body)
+    assert response.status_code == 422
+    assert "offers can run the job" in response.json()["detail"]
