@@ -144,6 +144,27 @@ class Settings(BaseSettings):
     webhook_poll: Duration = Field(
         default=timedelta(seconds=5), description="How often `serve` sends due deliveries"
     )
+    quality_failed_runs: int = Field(
+        default=3, ge=1, le=100, description="A provider failing this many runs in a row is degraded"
+    )
+    quality_share_drop_points: float = Field(
+        default=10.0,
+        gt=0,
+        le=100,
+        description="Degraded when the share of offers resolved to a catalog GPU falls this many "
+        "percentage points below its mean over the good runs of the previous 24 h",
+    )
+    outlier_low_ratio: float = Field(
+        default=0.2,
+        gt=0,
+        lt=1,
+        description="An available offer below this times the median per-GPU price of its GPU and "
+        "pricing (all providers) is a low outlier: flagged, kept out of quotes and the index "
+        "until seen in two runs in a row",
+    )
+    outlier_high_ratio: float = Field(
+        default=5.0, gt=1, description="Above this times the median: a high outlier (only flagged)"
+    )
 
     @field_validator("providers", "standby_for", mode="before")
     @classmethod
@@ -178,6 +199,17 @@ class Settings(BaseSettings):
         if self.warehouse is None:
             return self.db
         return parse_target(self.warehouse, self.lake_data_path)
+
+    def quality_bounds(self) -> Any:
+        """The thresholds a run's quality is judged by (`pipeline.collection.quality`)."""
+        from pipeline.collection.quality import QualityBounds
+        from warehouse.quality import OutlierBounds
+
+        return QualityBounds(
+            failed_runs=self.quality_failed_runs,
+            share_drop_points=self.quality_share_drop_points,
+            outliers=OutlierBounds(low=self.outlier_low_ratio, high=self.outlier_high_ratio),
+        )
 
     def interval(self, provider: str) -> timedelta:
         return self.intervals.get(provider) or DEFAULT_INTERVALS.get(provider, FALLBACK_INTERVAL)
