@@ -145,7 +145,7 @@ class Settings(BaseSettings):
         default=timedelta(seconds=5), description="How often `serve` sends due deliveries"
     )
     quality_failed_runs: int = Field(
-        default=3, ge=1, le=100, description="A provider failing this many runs in a row is degraded"
+        default=3, ge=1, le=100, description="Failing this many runs in a row degrades a provider"
     )
     quality_share_drop_points: float = Field(
         default=10.0,
