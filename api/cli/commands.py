@@ -21,6 +21,7 @@ from api.cli.common import (
 )
 from api.cli.index import index_command, market_command
 from api.cli.offers import FormatOption, OutputFormat, gpus, offers
+from api.cli.quality import quality
 from api.cli.quote import quote
 from api.cli.remote import ApiOption, remote_for
 from api.cli.scope import scope_options
@@ -45,6 +46,7 @@ app.command()(offers)
 app.command()(gpus)
 app.command()(serve)
 app.command()(demo)
+app.command()(quality)
 
 
 class Interval(StrEnum):
