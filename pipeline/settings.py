@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
@@ -24,6 +25,7 @@ from pydantic_settings import (
 from pipeline.errors import PipelineError
 from pipeline.timeparse import Duration, parse_duration
 from warehouse import WarehouseError
+from warehouse.quality import OutlierBounds
 from warehouse.target import Target, parse_target
 
 __all__ = [
@@ -59,6 +61,16 @@ class SettingsError(PipelineError):
 
 
 Role = Literal["all", "api", "collector"]
+
+
+@dataclass(frozen=True, slots=True)
+class QualityBounds:
+    """When a provider run is degraded, and which prices are outliers (pipeline/collection/
+    quality.py); set through `Settings`' `quality_*` and `outlier_*` fields."""
+
+    failed_runs: int = 3
+    share_drop_points: float = 10.0
+    outliers: OutlierBounds = OutlierBounds(low=0.2, high=5.0)
 
 
 class Settings(BaseSettings):
@@ -200,11 +212,8 @@ class Settings(BaseSettings):
             return self.db
         return parse_target(self.warehouse, self.lake_data_path)
 
-    def quality_bounds(self) -> Any:
+    def quality_bounds(self) -> QualityBounds:
         """The thresholds a run's quality is judged by (`pipeline.collection.quality`)."""
-        from pipeline.collection.quality import QualityBounds
-        from warehouse.quality import OutlierBounds
-
         return QualityBounds(
             failed_runs=self.quality_failed_runs,
             share_drop_points=self.quality_share_drop_points,

@@ -67,6 +67,6 @@ def quality(
                       f"{u.example_offer_id}", highlight=False, soft_wrap=True)  # fmt: skip
         for o in p.flagged_offers:
             hold = " (kept out of quotes and the index)" if o.suspect else ""
-            out.print(f"{p.provider} offer {o.offer_id}: {o.side} outlier ${o.price_per_gpu_hour:.2f}"
-                      f" vs median ${o.median_per_gpu_hour:.2f}{hold}", highlight=False,
-                      soft_wrap=True)  # fmt: skip
+            price, median = o.price_per_gpu_hour, o.median_per_gpu_hour
+            out.print(f"{p.provider} offer {o.offer_id}: {o.side} outlier ${price:.2f} vs median "
+                      f"${median:.2f}{hold}", highlight=False, soft_wrap=True)  # fmt: skip

@@ -29,9 +29,10 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pipeline.settings import QualityBounds
 from scrapers.models import ParseResult
 from warehouse import Warehouse
-from warehouse.quality import OutlierBounds, QualityRow, recent_quality
+from warehouse.quality import QualityRow, recent_quality
 
 __all__ = [
     "QualityBounds",
@@ -50,13 +51,6 @@ HISTORY_RUNS = 200
 """Newest runs read to judge a new one (24 h of runs every few minutes fit)."""
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 """A field name; a key that is not one (`fr-par-2`, `H100-1-80G`, a GPU id) is data."""
-
-
-@dataclass(frozen=True, slots=True)
-class QualityBounds:
-    failed_runs: int = 3
-    share_drop_points: float = 10.0
-    outliers: OutlierBounds = OutlierBounds(low=0.2, high=5.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,13 @@ from tests.conftest import FIXTURES, OBSERVED_AT
 from tests.pipeline.alerts.receiver import H100_OFFER_ID, vast_bundles
 
 
+def collect_lambda(warehouse) -> None:
+    """Lambda's H100s: the other providers' offers a Vast.ai price is compared with."""
+    replay = {"lambda": FIXTURES / "lambda_instance_types.json"}
+    run_collection(["lambda"], warehouse, replays=replay, observed_at=OBSERVED_AT,
+                   env={"LAMBDA_API_KEY": "k"})  # fmt: skip
+
+
 def index_offer_ids(warehouse) -> set[str]:
     with warehouse.cursor() as cur:
         rows = cur.execute(
@@ -26,8 +33,7 @@ def collect(warehouse, path, hours: int) -> None:
 
 
 def test_a_low_outlier_enters_the_index_only_once_seen_in_two_runs_in_a_row(warehouse, tmp_path):
-    run_collection(["lambda"], warehouse, replays={"lambda": FIXTURES / "lambda_instance_types.json"},
-                   observed_at=OBSERVED_AT, env={"LAMBDA_API_KEY": "k"})  # fmt: skip
+    collect_lambda(warehouse)
     cheap = vast_bundles(tmp_path, 0.02)
     collect(warehouse, cheap, 0)
     assert str(H100_OFFER_ID) not in index_offer_ids(warehouse)
@@ -42,8 +48,7 @@ def test_a_low_outlier_enters_the_index_only_once_seen_in_two_runs_in_a_row(ware
 
 
 def test_a_high_outlier_is_only_flagged(warehouse, tmp_path):
-    run_collection(["lambda"], warehouse, replays={"lambda": FIXTURES / "lambda_instance_types.json"},
-                   observed_at=OBSERVED_AT, env={"LAMBDA_API_KEY": "k"})  # fmt: skip
+    collect_lambda(warehouse)
     collect(warehouse, vast_bundles(tmp_path, 90.0), 0)
     with warehouse.cursor() as cur:
         flags = cur.execute("SELECT side, suspect FROM price_outliers").fetchall()

@@ -22,6 +22,13 @@ H100_OFFER_ID = str(H100_VAST_ID)
 NEW_NAME = "RTX PRO 9000 Rubin"
 
 
+def collect_lambda(warehouse) -> None:
+    """Lambda's H100s: the other providers' offers a Vast.ai price is compared with."""
+    replay = {"lambda": FIXTURES / "lambda_instance_types.json"}
+    run_collection(["lambda"], warehouse, replays=replay, observed_at=OBSERVED_AT,
+                   env={"LAMBDA_API_KEY": "k"})  # fmt: skip
+
+
 def drifted_vast(tmp_path: Path) -> Path:
     body = orjson.loads((FIXTURES / "vastai_bundles.json").read_bytes())
     for offer in body["offers"]:
@@ -90,9 +97,7 @@ H100_JOB = {"model": "Llama-3.1-8B", "method": "lora", "tokens": "10M"}
 
 
 def test_an_injected_two_cent_h100_is_flagged_and_not_the_first_quote(warehouse, db_path, tmp_path):
-    lambda_h100 = FIXTURES / "lambda_instance_types.json"
-    run_collection(["lambda"], warehouse, replays={"lambda": lambda_h100},
-                   observed_at=OBSERVED_AT, env={"LAMBDA_API_KEY": "k"})  # fmt: skip
+    collect_lambda(warehouse)
     with client_after(warehouse, db_path, vast_bundles(tmp_path, 0.02)) as client:
         [vast] = [
             p for p in client.get("/quality").json()["providers"] if p["provider"] == "vastai"
@@ -109,8 +114,7 @@ def test_an_injected_two_cent_h100_is_flagged_and_not_the_first_quote(warehouse,
 
 def test_a_low_price_seen_in_two_runs_in_a_row_is_quoted(warehouse, db_path, tmp_path):
     cheap = vast_bundles(tmp_path, 0.02)
-    run_collection(["lambda"], warehouse, replays={"lambda": FIXTURES / "lambda_instance_types.json"},
-                   observed_at=OBSERVED_AT, env={"LAMBDA_API_KEY": "k"})  # fmt: skip
+    collect_lambda(warehouse)
     with client_after(warehouse, db_path, cheap, cheap) as client:
         [vast] = [
             p for p in client.get("/quality").json()["providers"] if p["provider"] == "vastai"
