@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
@@ -24,6 +25,7 @@ from pydantic_settings import (
 from pipeline.errors import PipelineError
 from pipeline.timeparse import Duration, parse_duration
 from warehouse import WarehouseError
+from warehouse.quality import OutlierBounds
 from warehouse.target import Target, parse_target
 
 __all__ = [
@@ -59,6 +61,16 @@ class SettingsError(PipelineError):
 
 
 Role = Literal["all", "api", "collector"]
+
+
+@dataclass(frozen=True, slots=True)
+class QualityBounds:
+    """When a provider run is degraded, and which prices are outliers (pipeline/collection/
+    quality.py); set through `Settings`' `quality_*` and `outlier_*` fields."""
+
+    failed_runs: int = 3
+    share_drop_points: float = 10.0
+    outliers: OutlierBounds = OutlierBounds(low=0.2, high=5.0)
 
 
 class Settings(BaseSettings):
@@ -144,6 +156,27 @@ class Settings(BaseSettings):
     webhook_poll: Duration = Field(
         default=timedelta(seconds=5), description="How often `serve` sends due deliveries"
     )
+    quality_failed_runs: int = Field(
+        default=3, ge=1, le=100, description="Failing this many runs in a row degrades a provider"
+    )
+    quality_share_drop_points: float = Field(
+        default=10.0,
+        gt=0,
+        le=100,
+        description="Degraded when the share of offers resolved to a catalog GPU falls this many "
+        "percentage points below its mean over the good runs of the previous 24 h",
+    )
+    outlier_low_ratio: float = Field(
+        default=0.2,
+        gt=0,
+        lt=1,
+        description="An available offer below this times the median per-GPU price of its GPU and "
+        "pricing (all providers) is a low outlier: flagged, kept out of quotes and the index "
+        "until seen in two runs in a row",
+    )
+    outlier_high_ratio: float = Field(
+        default=5.0, gt=1, description="Above this times the median: a high outlier (only flagged)"
+    )
 
     @field_validator("providers", "standby_for", mode="before")
     @classmethod
@@ -178,6 +211,14 @@ class Settings(BaseSettings):
         if self.warehouse is None:
             return self.db
         return parse_target(self.warehouse, self.lake_data_path)
+
+    def quality_bounds(self) -> QualityBounds:
+        """The thresholds a run's quality is judged by (`pipeline.collection.quality`)."""
+        return QualityBounds(
+            failed_runs=self.quality_failed_runs,
+            share_drop_points=self.quality_share_drop_points,
+            outliers=OutlierBounds(low=self.outlier_low_ratio, high=self.outlier_high_ratio),
+        )
 
     def interval(self, provider: str) -> timedelta:
         return self.intervals.get(provider) or DEFAULT_INTERVALS.get(provider, FALLBACK_INTERVAL)

@@ -14,9 +14,14 @@ Quirks (see shared/provider-samples/README.md, "CoreWeave", and tests/fixtures/R
   `data/2026-10-07.json`).
 - "Inference Single GPU Price" (North America only) is another product's per-GPU price, never
   an offer: it only cross-checks node price / GPU count, which catches a misread GPU count.
-- Footnote markers sit anywhere (`4<sup>1</sup>` in the NVL72 GPU Count, which text extraction
-  reads as `41`; `²` glued to a header): superscripts and footnote signs are dropped before any
-  label or number is read.
+- Footnote markers sit anywhere (`²` glued to a header): superscripts and footnote signs are
+  dropped before any label or number is read. The live page serves the NVL72 GPU Count as plain
+  text `4^1` (its own script turns `^1` into a superscript in the browser; getcomputable/gpu-index
+  `tests/fixtures/observatory/coreweave/pricing.html`), and scrapes of the rendered page read it
+  as `41` (PrashantSedhain/coreweave-pricing-tracker `data/2026-10-07.json`, `"gpuCount": "41"`).
+  So a count reads `<n>^<mark>` as n, and a count above `MAX_GPUS_PER_NODE` that ends in one of
+  the page's footnote numbers (`<p><sup>1</sup> Each instance is comprised of 2 GB200 or GB300
+  Superchips...`) reads as the digits before it; any other count above it is a reject.
 - `Contact sales` (a link), `N/A` or an empty cell means no price in that column: no offer for
   it, the row's other prices stay (HGX B300 and the RTX PRO 6000 Standard Memory variant are
   priced for spot only in Oct 2026; GB300 NVL72 not at all).
@@ -54,6 +59,9 @@ GB_PER_TB = 1000
 """Local Storage is in decimal TB: 7.68 and 61.44 (8 x 7.68) are NVMe drive sizes [assumption]."""
 INFERENCE_TOLERANCE_USD = 0.01
 """The page rounds node price / GPU count to the cent ($49.24 / 8 = 6.155 shows as $6.16)."""
+MAX_GPUS_PER_NODE = 16
+"""The most GPUs one node listed on the page holds (HGX: 8, NVL72 compute tray: 4); a larger
+count is a footnote mark read into the number."""
 NO_PRICE = frozenset({"", "n/a", "na", "-", "\u2013", "\u2014", "contact sales", "contact us"})
 """Cell texts (case folded) that mean "no price in this column"."""
 
@@ -73,6 +81,8 @@ _NON_SLUG = re.compile(r"[^a-z0-9]+")
 _FOOTNOTE = re.compile("[\u00b9\u00b2\u00b3\u2070-\u209f*\u2020\u2021]")
 """Superscript digits and footnote signs, wherever they sit."""
 _NON_WORD = re.compile(r"[^a-z0-9]+")
+_CARET_FOOTNOTE = re.compile(r"^(\d+)\s*\^\s*\S+$")
+"""`4^1`: a count with its footnote mark as the live page serves it."""
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
@@ -100,6 +110,7 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
         # A cut body still parses (html.parser closes open tags) but would silently drop rows.
         raise ProviderPayloadError(f"{NAME}: page is truncated (no closing </html> tag)")
     soup = BeautifulSoup(payload, "html.parser")
+    footnotes = _footnote_numbers(soup)
     rows: list[_Row] = []
     for table in soup.select(".table-v2"):
         labels = _header_labels(table)
@@ -125,7 +136,7 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
     offer_ids = _offer_ids([(rows[i], cells) for i, cells in read])
     for (i, cells), offer_id in zip(read, offer_ids, strict=True):
         try:
-            batch.add(i, _offers_of(cells, offer_id, rows[i].region))
+            batch.add(i, _offers_of(cells, offer_id, rows[i].region, footnotes))
         except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
             batch.reject(i, reason_of(exc))
     result = batch.finish()
@@ -143,6 +154,40 @@ def _nothing_parsed(rows_found: int, rejects: list[Reject]) -> str:
     else:
         what = f"{rows_found} GPU rows, none with a price"
     return f"{NAME}: {what} at {URL}; the page markup changed, update scrapers/coreweave.py"
+
+
+def _footnote_numbers(soup: BeautifulSoup) -> frozenset[str]:
+    """The numbers of the page's footnotes: a paragraph opening with `<sup>1</sup>`."""
+    numbers = set()
+    for paragraph in soup.find_all("p"):
+        first = next((c for c in paragraph.children if str(c).strip()), None)
+        if isinstance(first, Tag) and first.name == "sup":
+            mark = first.get_text(strip=True)
+            if mark.isdigit():
+                numbers.add(mark)
+    return frozenset(numbers)
+
+
+def _gpu_count(text: str, footnotes: frozenset[str]) -> int:
+    """A node's GPU count from `8`, `4^1` (mark as plain text) or `41` (mark read as a digit)."""
+    caret = _CARET_FOOTNOTE.match(text)
+    digits = caret.group(1) if caret else text.replace(",", "")
+    try:
+        count = float(digits)
+    except ValueError:
+        raise ValueError(f"count {text!r} is not a number") from None
+    if not count.is_integer() or count < 1:
+        raise ValueError(f"GPU count {count:g} is not a whole number of GPUs")
+    if count <= MAX_GPUS_PER_NODE:
+        return int(count)
+    for mark in sorted(footnotes, key=len, reverse=True):
+        head = digits[: -len(mark)]
+        if digits.endswith(mark) and head.isdigit() and 1 <= int(head) <= MAX_GPUS_PER_NODE:
+            return int(head)
+    raise ValueError(
+        f"GPU count {text!r} is more than a node holds ({MAX_GPUS_PER_NODE}) and ends in none of "
+        f"the page's footnote numbers ({', '.join(sorted(footnotes)) or 'none'})"
+    )
 
 
 def _words(text: str) -> list[str]:
@@ -259,16 +304,18 @@ def _offer_ids(rows: list[tuple[_Row, dict[Column, str]]]) -> list[str]:
     return ids
 
 
-def _offers_of(cells: dict[Column, str], offer_id: str, region: str | None) -> list[dict[str, Any]]:
+def _offers_of(
+    cells: dict[Column, str], offer_id: str, region: str | None, footnotes: frozenset[str]
+) -> list[dict[str, Any]]:
     model = cells.get("model", "")
     if not model:
         raise ValueError("row has no GPU model")
-    count = _number(cells, "count")
-    if count is None:
+    prices = {pricing: _price(cells, column) for column, pricing in PRICE_COLUMNS}
+    if all(price is None for price in prices.values()):
+        return []  # unpriced (`Contact sales`, GB300 NVL72 in 2026): no offer, nothing to check
+    if "count" not in cells:
         raise KeyError("GPU Count")
-    if not count.is_integer() or count < 1:
-        raise ValueError(f"GPU count {count:g} is not a whole number of GPUs")
-    gpu_count = int(count)
+    gpu_count = _gpu_count(cells["count"], footnotes)
     storage_tb = _number(cells, "storage")
     common: dict[str, Any] = {
         "offer_id": offer_id,
@@ -281,7 +328,6 @@ def _offers_of(cells: dict[Column, str], offer_id: str, region: str | None) -> l
         "ram_gb": _number(cells, "ram"),
         "disk_gb": None if storage_tb is None else storage_tb * GB_PER_TB,
     }
-    prices = {pricing: _price(cells, column) for column, pricing in PRICE_COLUMNS}
     on_demand, per_gpu = prices[Pricing.ON_DEMAND], _price(cells, "inference")
     if on_demand is not None and per_gpu is not None:
         derived = on_demand / gpu_count

@@ -9,6 +9,10 @@ Quirks (see shared/provider-samples/README.md, "RunPod"):
 - Spot fields are being removed (runpodctl PR #267, gpuhunt PR #249); REST v2 has none.
 - Key on `id`, never `displayName` (it changes); skip the placeholder row `unknown`.
 - Stock `High|Medium|Low` (REST: upper case) is in stock; `None`, `null` or absent is not.
+- MIG slices (`NVIDIA RTX PRO 6000 Blackwell Server Edition MIG 1g.24gb`, `... MIG 2g.48gb`,
+  2026) are a fraction of one GPU that RunPod schedules in place of whole cards; a priced slice
+  is a reject naming its profile, never a whole-GPU offer (public RunPod users report being given
+  `MIG 1g.24gb` for a "24 GB" request; see tests/fixtures/README.md).
 
 Location: secure cloud is addressed by datacenter id (`EU-RO-1`), community cloud by country code
 (`CZ`); one `lowestPrice(input:)` answers one (gpuCount, location) pair (gpuhunt). So the GraphQL
@@ -32,6 +36,7 @@ catalog, "secure": {dc: answer}, "community": {cc: answer}}`. Any failed request
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -57,6 +62,8 @@ GPUS_PER_OFFER = 1
 REST_PARAMS = {"include": "AVAILABILITY", "product": "POD", "count": str(GPUS_PER_OFFER)}
 PLACEHOLDER_ID = "unknown"
 IN_STOCK = frozenset({"high", "medium", "low"})
+_MIG_PROFILE = re.compile(r"\bMIG\s+(\d+g\.\d+gb)\b", re.IGNORECASE)
+"""`MIG 1g.24gb` in a type id: one compute slice of 1/7 to 4/7 of a GPU and its memory."""
 QUERY = """
 query GpuPrices($lowestPriceInput: GpuLowestPriceInput, $gpuTypesInput: GpuTypeFilter) {
   countryCodes
@@ -210,7 +217,7 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
                 raise TypeError(f"GPU record is not an object: {record!r}")
             gpu_type = to_gpu_type(record)
             if gpu_type.id != PLACEHOLDER_ID:
-                batch.add(i, _offers_of(gpu_type))
+                batch.add(i, _whole_gpu_offers(gpu_type))
         except (KeyError, TypeError, ValueError, ArithmeticError) as exc:
             batch.reject(i, reason_of(exc))
     return batch.finish()
@@ -347,6 +354,18 @@ def _placements(gpu_type: _GpuType, cloud: Cloud) -> list[tuple[str | None, bool
         return [(None, _in_stock(gpu_type.type_wide_stock))]
     stocked = [location for location, status in by_location.items() if _in_stock(status)]
     return [(location, True) for location in stocked] or [(None, False)]
+
+
+def _whole_gpu_offers(gpu_type: _GpuType) -> list[dict[str, Any]]:
+    """The type's offers; a priced MIG slice raises, for the parser to reject it."""
+    offers = _offers_of(gpu_type)
+    mig = _MIG_PROFILE.search(gpu_type.id)
+    if offers and mig:
+        raise ValueError(
+            f"MIG slice {mig.group(1)} is a fraction of one GPU, not a whole GPU; "
+            "fractional offers are not listed"
+        )
+    return offers
 
 
 def _offers_of(gpu_type: _GpuType) -> list[dict[str, Any]]:

@@ -3,8 +3,12 @@
 Quirks (see shared/provider-samples/EU.md, "Scaleway"):
 - `GET /instance/v1/zones/{zone}/products/servers?per_page=100&page=N` and
   `.../products/servers/availability?...`: answered without a token in practice (getcomputable
-  gpu-index `observatory/sources/scaleway.py`). No total in the body: pages are read until one
-  holds fewer than `PER_PAGE` types. A zone answering 404 has no products here: skipped.
+  gpu-index `observatory/sources/scaleway.py`). Pages are read until an empty one, or until the
+  `total_count` the body states (the API's `ListServersTypesResponse` field; recordings trimmed
+  it away) has been read: a zone may answer fewer types per page than asked (the recorded
+  fr-par-2 page 1 holds 18 types and page 2 three more), so a short page never ends the listing.
+  A zone answering 404 has no products here: skipped; a page after the first answering 404 ends
+  its listing.
 - `servers` is an object keyed by commercial type; `gpu` is the count (0 for CPU types, skipped),
   `gpu_info.gpu_name` the model (`H100-PCIe`, `H100-SXM`, `L4`, `L40S`, `B300-SXM`, `P100`),
   `gpu_info.gpu_memory` **bytes** per GPU, `ram` bytes, `hourly_price` **EUR per hour for the
@@ -70,9 +74,16 @@ def _pages(client: httpx.Client, url: str, key: str) -> dict[str, Any] | None:
             raise
         entries = json_object_member(body, key, NAME, where=f"{url} page {page}")
         merged.update(entries)
-        if len(entries) < PER_PAGE:
+        total = _total_count(body)
+        if not entries or (total is not None and len(merged) >= total):
             break
     return merged
+
+
+def _total_count(body: bytes) -> int | None:
+    """The `total_count` a listing page states, or None when it states none."""
+    total = orjson.loads(body).get("total_count")
+    return total if isinstance(total, int) and not isinstance(total, bool) else None
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:

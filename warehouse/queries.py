@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from warehouse.errors import WarehouseError
 from warehouse.offers import NEWEST_SNAPSHOT
+from warehouse.quality import OutlierBounds, flag_price_outliers
 from warehouse.rollups import roll_up_run
 from warehouse.summaries import SUMMARISE_BATCH
 
@@ -50,6 +51,7 @@ def insert_run(
     run: RunRow,
     offers: pa.Table | None = None,
     rejects: pa.Table | None = None,
+    outliers: OutlierBounds | None = None,
 ) -> None:
     """Write one provider run: its run row and, in bulk, its offers and quarantined records.
 
@@ -58,6 +60,8 @@ def insert_run(
     the migrations made, not declared a second time. Call inside `Warehouse.transaction()` so
     that a run is stored whole or not at all. The provider's current offers are not written
     again: `current_offers` is a view of each provider's newest good snapshot (migration 0017).
+    With `outliers`, the run's price outliers are flagged (warehouse.quality) before the index
+    rolls up, so an unconfirmed low outlier never enters it.
     """
     conn.execute(
         "INSERT INTO collection_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -81,6 +85,8 @@ def insert_run(
             _check_columns(conn, "offer_batch", "offer_observations")
             with _one_thread(conn):
                 conn.execute("INSERT INTO offer_observations BY NAME SELECT * FROM offer_batch")
+                if outliers is not None:
+                    flag_price_outliers(conn, run.run_id, run.provider, outliers)
                 conn.execute(SUMMARISE_BATCH)
                 roll_up_run(conn, run.provider, run.observed_at)
         finally:

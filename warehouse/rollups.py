@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 
 import duckdb
 
+from warehouse.quality import SUSPECT_IN_BATCH
 from warehouse.summaries import BUCKET_AGGREGATES, POINT_JSON
 
 __all__ = ["ROLLUP_INTERVALS", "bucket_start", "rebuild_rollups", "roll_up_run"]
@@ -44,7 +45,7 @@ _INDEX_ROLL_UP = f"""
            min(price_per_gpu_hour) FILTER (WHERE available) AS price_per_gpu_hour,
            arg_min(offer_id, price_per_gpu_hour) FILTER (WHERE available) AS offer_id
     FROM offer_batch, {_BUCKETS}
-    WHERE gpu IS NOT NULL AND NOT EXISTS (
+    WHERE gpu IS NOT NULL AND {SUSPECT_IN_BATCH} AND NOT EXISTS (
         SELECT 1 FROM index_rollups AS r
         WHERE r.provider = ? AND r.bucket_interval = b.bucket_interval AND r.t = b.t
           AND r.observed_at > ?

@@ -88,6 +88,8 @@ def _describe(alert: AlertOut) -> str:
         return f"{alert.gpu} at or below ${alert.below_price_per_gpu_hour:g}/GPU-h{where}"
     if alert.kind is AlertKind.AVAILABILITY:
         return f"{alert.gpu} available somewhere new{where}"
+    if alert.kind is AlertKind.PROVIDER_HEALTH:
+        return f"provider health: {', '.join(alert.providers) or 'every provider'}"
     if alert.kind is AlertKind.INDEX:
         hours = (alert.within_seconds or 0) / 3600
         return f"{alert.gpu} index moves {alert.index_change_percent:+g}% within {hours:g}h{where}"
@@ -113,10 +115,12 @@ def _condition(
     workload: Path | None,
     below_cost: float | None,
     index_change: float | None = None,
+    provider_health: bool = False,
 ) -> tuple[AlertKind, dict[str, Any] | None]:
     chosen = [
         kind
         for kind, given in (
+            (AlertKind.PROVIDER_HEALTH, provider_health),
             (AlertKind.INDEX, index_change is not None),
             (AlertKind.PRICE, below is not None),
             (AlertKind.AVAILABILITY, available),
@@ -127,7 +131,7 @@ def _condition(
     if len(chosen) != 1:
         raise typer.BadParameter(
             "give one of --below PRICE, --available, --index-change PERCENT, "
-            "or --workload FILE --below-cost USD",
+            "--provider-health, or --workload FILE --below-cost USD",
             param_hint="condition",
         )
     kind = chosen[0]
@@ -149,6 +153,8 @@ def _condition(
             reason = str(first["msg"]).removeprefix("Value error, ")
             raise typer.BadParameter(f"{workload}: {reason}", param_hint="--workload") from None
         return kind, saved
+    if kind is AlertKind.PROVIDER_HEALTH:
+        return kind, None
     if not gpu:
         raise typer.BadParameter(f"a {kind} alert needs --gpu", param_hint="--gpu")
     return kind, None
@@ -184,6 +190,14 @@ def add(
     within: Annotated[str, typer.Option(help="Index alert: against its value this long before")] = (
         "24h"
     ),
+    provider_health: Annotated[
+        bool,
+        typer.Option(
+            "--provider-health",
+            help="Alert when a provider (all, or those of --provider) is degraded, and again "
+            "when it recovers",
+        ),
+    ] = False,
     band: Annotated[
         float, typer.Option(min=0, help="Re-arm above threshold + band (same unit)")
     ] = DEFAULT_BAND,
@@ -197,7 +211,9 @@ def add(
 
     A price alert watches on-demand offers unless --pricing spot is given."""
     change = _percent(index_change, "--index-change")
-    kind, saved = _condition(scope.gpu, below, available, workload, below_cost, change)
+    kind, saved = _condition(
+        scope.gpu, below, available, workload, below_cost, change, provider_health
+    )
     wait = option_duration(cooldown, "--cooldown")
     condition = Condition(
         kind=kind,

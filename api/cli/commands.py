@@ -22,6 +22,7 @@ from api.cli.common import (
 from api.cli.index import index_command, market_command
 from api.cli.mcp import mcp
 from api.cli.offers import FormatOption, OutputFormat, gpus, offers
+from api.cli.quality import quality
 from api.cli.quote import quote
 from api.cli.remote import ApiOption, remote_for
 from api.cli.scope import scope_options
@@ -47,6 +48,7 @@ app.command()(gpus)
 app.command()(serve)
 app.command()(demo)
 app.command()(mcp)
+app.command()(quality)
 
 
 class Interval(StrEnum):

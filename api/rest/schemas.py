@@ -6,6 +6,7 @@ from datetime import date, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.rest.schemas_quality import ProviderQualityOut
 from scrapers.models import FormFactor, PriceQuotedPer, Pricing
 
 __all__ = [
@@ -15,6 +16,7 @@ __all__ = [
     "OfferOut",
     "OffersPage",
     "ProviderFreshnessOut",
+    "ProviderHealthOut",
     "ProvidersPage",
     "QualityPage",
     "ReadyOut",
@@ -163,8 +165,18 @@ class ProviderFreshnessOut(BaseModel):
     )
 
 
+class ProviderHealthOut(ProviderFreshnessOut):
+    health: str | None = Field(
+        None, description="Quality of the newest run: ok, failing, degraded or not_configured"
+    )
+    resolved_share: float | None = Field(None, description="Offers resolved to a catalog GPU")
+    unknown_names: int | None = Field(None, description="GPU spellings the catalog does not know")
+    drift: int | None = Field(None, description="Answer fields added or missing")
+    reasons: list[str] = Field(default_factory=list, description="Why it is degraded")
+
+
 class ProvidersPage(BaseModel):
-    providers: list[ProviderFreshnessOut]
+    providers: list[ProviderHealthOut]
     demo: bool = Field(
         False, description="True when the offers are recorded demo data, not live (gpuprices demo)"
     )
@@ -193,6 +205,10 @@ class QualityCountOut(BaseModel):
 
 
 class QualityPage(BaseModel):
+    providers: list[ProviderQualityOut] = Field(
+        description="Per provider: health of the newest run, its runs since `since`, unknown GPU "
+        "spellings, rejects by reason and flagged price outliers"
+    )
     latest: list[QualityCountOut] = Field(description="Quarantined records in latest snapshots")
     records: list[QuarantinedOut]
     count: int

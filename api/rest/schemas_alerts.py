@@ -58,7 +58,10 @@ class AlertIn(AlertScope):  # type: ignore[misc,valid-type]
         "only with GPUPRICES_ALLOW_PRIVATE_WEBHOOKS=true)",
         examples=["https://example.com/hooks/gpu"],
     )
-    kind: AlertKind = Field(description="price, availability, workload or index")
+    kind: AlertKind = Field(
+        description="price, availability, workload, index or provider_health (a provider "
+        "degraded, then recovered; filter: provider)"
+    )
     below_price_per_gpu_hour: float | None = Field(
         None, gt=0, le=1e6, description="price: fire at or below this, USD per GPU-hour"
     )

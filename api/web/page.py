@@ -25,6 +25,7 @@ from pipeline.market.freshness import ProviderFreshness
 from pipeline.market.history import HistoryQuery, cheapest_available_at, price_history
 from pipeline.market.index import IndexQuery, index_series
 from pipeline.market.offers import OfferQuery, current_offers, gpu_specs
+from pipeline.market.quality import provider_health
 from pipeline.market.serving import answer_offers
 from pipeline.settings import Settings
 from pipeline.workload.architectures import known_models
@@ -66,6 +67,8 @@ class PageData:
     quotes: QuotesOut | None = None
     errors: dict[str, str] = field(default_factory=dict)
     """Message per part of the page: `filters`, `chart` or `quotes`."""
+    health: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Each provider's newest run quality (pipeline.market.quality), for its badges."""
 
     @property
     def has_data(self) -> bool:
@@ -184,6 +187,7 @@ def page_data(
         provider_names=[f.provider for f in freshness],
         gpu_groups=_gpu_groups(everything, query.gpu),
         models=[a.name for a in known_models()],
+        health=provider_health(warehouse),
     )
     try:
         rows = answer_offers(warehouse, settings, _offer_query(query), now, freshness).offers

@@ -20,6 +20,7 @@ class AlertKind(StrEnum):
     AVAILABILITY = "availability"
     WORKLOAD = "workload"
     INDEX = "index"
+    PROVIDER_HEALTH = "provider_health"
 
 
 ALERT_SCOPE = PLACE_SCOPE | {"min_gpu_count"}

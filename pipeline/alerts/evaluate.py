@@ -32,6 +32,7 @@ import orjson
 
 from pipeline.alerts.events import EVENT_TYPES, event_body, new_delivery, offer_summary
 from pipeline.alerts.events import rule_summary as _rule_summary
+from pipeline.alerts.health import evaluate_health
 from pipeline.alerts.rules import AlertKind, AlertRule, rule_from_row
 from pipeline.catalog import Catalog, get_catalog
 from pipeline.errors import PipelineError
@@ -205,16 +206,18 @@ def _evaluate_rule(
     catalog: Catalog,
     stale: Mapping[str, bool],
     now: datetime,
-) -> tuple[wa.StateRow, wa.DeliveryRow | None]:
-    """The rule's next state, and its event if it fires now."""
+) -> tuple[wa.StateRow, list[wa.DeliveryRow]]:
+    """The rule's next state, and its events if it fires now."""
     rule = rule_from_row(row)
+    if rule.condition.kind is AlertKind.PROVIDER_HEALTH:
+        return evaluate_health(rule, state, warehouse, now)
     seen = observe(warehouse, rule, catalog, now)
     decision = decide(rule, state, seen, now)
     if not decision.fire:
-        return decision.state, None
+        return decision.state, []
     event_type = EVENT_TYPES[rule.condition.kind]
     body = event_body(event_type, now, _event_data(rule, state, seen, decision, stale))
-    return decision.state, new_delivery(rule.rule_id, event_type, body, now)
+    return decision.state, [new_delivery(rule.rule_id, event_type, body, now)]
 
 
 def evaluate_alerts(
@@ -230,7 +233,7 @@ def evaluate_alerts(
         if not rows:
             return []
         stale = {f.provider: f.stale for f in provider_freshness(warehouse, settings, now)}
-        decisions: list[tuple[wa.StateRow, wa.DeliveryRow | None]] = []
+        decisions: list[tuple[wa.StateRow, list[wa.DeliveryRow]]] = []
         errors: dict[str, str | None] = {}
         for row in rows:
             try:
@@ -248,15 +251,15 @@ def evaluate_alerts(
                     errors[row.rule_id] = None  # fine again
         with warehouse.transaction() as conn:
             live = {row.rule_id for row in wa.list_rules(conn, enabled_only=True)}
-            for next_state, delivery in decisions:
+            for next_state, deliveries in decisions:
                 if next_state.rule_id not in live:
                     continue  # deleted or disabled while we looked
                 wa.save_state(conn, next_state)
-                if delivery is not None:
+                for delivery in deliveries:
                     wa.insert_delivery(conn, delivery)
             for rule_id, error in errors.items():
                 wa.set_evaluation_error(conn, rule_id, error, now if error is not None else None)
-    fired = [d for _, d in decisions if d is not None and d.rule_id in live]
+    fired = [d for _, deliveries in decisions for d in deliveries if d.rule_id in live]
     for delivery in fired:
         logger.info(
             "alert fired rule=%s event=%s delivery=%s",

@@ -27,7 +27,15 @@ __all__ = [
     "rule_summary",
 ]
 
-EventType = Literal["price.below", "gpu.available", "workload.below", "index.moved", "alert.test"]
+EventType = Literal[
+    "price.below",
+    "gpu.available",
+    "workload.below",
+    "index.moved",
+    "provider.degraded",
+    "provider.recovered",
+    "alert.test",
+]
 EVENT_TYPES: Mapping[AlertKind, EventType] = {
     AlertKind.PRICE: "price.below",
     AlertKind.AVAILABILITY: "gpu.available",

@@ -7,6 +7,9 @@ Three kinds of condition:
   was not at the previous evaluation.
 - `workload`: the best quote for a saved workload costs at most `below_cost_usd` in total;
   re-arms above that + `band`.
+- `provider_health`: a provider (all, or those in `providers`) became degraded (failed runs in
+  a row, resolved share fell, answer shape changed: pipeline/collection/quality.py): one
+  `provider.degraded` event per episode, then one `provider.recovered` after its next clean run.
 - `index`: the hourly price index of a GPU (on-demand unless `pricing` says spot) moved by
   `index_change_percent` or more (a negative value: fell by that much) against its value
   `within` before; re-arms once the move no longer holds.
@@ -128,10 +131,21 @@ def _check_index(condition: Condition, catalog: Catalog) -> None:
         raise InvalidAlertError("within", f"must be between 1h and {MAX_WITHIN.days} days")
 
 
+HEALTH_SCOPE = frozenset({"providers"})
+
+
 def _check_condition(condition: Condition, catalog: Catalog) -> None:
     scope = condition.scope
     scope.check_honoured(ALERT_SCOPE, "an alert")
     resolve(scope, catalog)  # unknown GPU, provider or place raise
+    if condition.kind is AlertKind.PROVIDER_HEALTH:
+        _absent(condition, "below_price_per_gpu_hour", "below_cost_usd", "workload",
+                "index_change_percent", "within")  # fmt: skip
+        try:
+            scope.check_honoured(HEALTH_SCOPE, "a provider-health alert")
+        except PipelineError as exc:
+            raise InvalidAlertError("scope", str(exc)) from None
+        return
     if condition.kind is AlertKind.INDEX:
         _check_index(condition, catalog)
         return

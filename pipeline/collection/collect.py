@@ -31,11 +31,19 @@ from pipeline.catalog import Catalog, get_catalog
 from pipeline.collection.currency import RATE_BASE, rates_table, to_usd, warehouse_rates
 from pipeline.collection.failures import failure_words
 from pipeline.collection.normalize import normalize
+from pipeline.collection.quality import QualityBounds, RunQuality, answer_shape, assess
 from pipeline.errors import PipelineError
-from scrapers import Credentials, ProviderError, ProviderModule, build_client
+from scrapers import (
+    Credentials,
+    MissingCredentialsError,
+    ProviderError,
+    ProviderModule,
+    build_client,
+)
 from scrapers.base import credentials_from_env, is_rate_source, replay_handler
 from scrapers.models import ParseResult, Reject
 from warehouse import RunRow, Warehouse, WarehouseError
+from warehouse.quality import insert_quality
 from warehouse.queries import insert_run
 from warehouse.rates import insert_rates
 
@@ -95,6 +103,7 @@ def _collect_one(
     catalog: Catalog,
     progress: ProgressCallback,
     should_stop: Callable[[], bool],
+    bounds: QualityBounds,
 ) -> RunReport | None:
     started = time.perf_counter()
     started_at = now()
@@ -108,6 +117,18 @@ def _collect_one(
         offer_count = result.offer_count if result else 0
         rejects = result.rejects if result else []
         progress(provider.NAME, "storing")
+        quality = None
+        if rates is None:  # a provider's run, not a rate source's
+            quality = assess(
+                warehouse,
+                run_id=run_id,
+                provider=provider.NAME,
+                observed_at=observed,
+                state="not_configured" if not_configured else status,
+                result=result,
+                shape=shape,
+                bounds=bounds,
+            )
         row = RunRow(
             run_id=run_id,
             provider=provider.NAME,
@@ -121,7 +142,7 @@ def _collect_one(
             source=source,
         )
         try:
-            store_run(warehouse, row, result, rates)
+            store_run(warehouse, row, result, rates, quality, bounds)
         except WarehouseError as exc:  # catalog unreachable, data path full or read-only
             if status == "ok":  # a failed run is one small row: the catalog may still take it
                 return stored("failed", f"storing the snapshot failed: {exc}")
@@ -140,6 +161,8 @@ def _collect_one(
         )
 
     result = rates = None
+    shape: frozenset[str] | None = None
+    not_configured = False
     failure: str | None = None
     try:
         progress(provider.NAME, "fetching")
@@ -148,6 +171,7 @@ def _collect_one(
         with client:
             payload = provider.fetch(client, creds)
         progress(provider.NAME, "parsing")
+        shape = None if is_rate_source(provider) else answer_shape(payload)
         if is_rate_source(provider):
             parse_rates = provider.parse_rates  # type: ignore[attr-defined]
             found = [(r.rate_date, r.currency, r.rate) for r in parse_rates(payload)]
@@ -157,6 +181,7 @@ def _collect_one(
             result = normalize(parsed, catalog)
     except (ProviderError, PipelineError) as exc:  # a cancelled fetch is abandoned below
         failure = failure_words(exc)
+        not_configured = isinstance(exc, MissingCredentialsError)
     except Exception as exc:  # the per-provider edge: a parser bug must not stop the others
         logger.exception("%s failed unexpectedly", provider.NAME)
         failure = failure_words(exc)
@@ -189,13 +214,18 @@ def store_run(
     run: RunRow,
     result: ParseResult | None,
     rates: pa.Table | None = None,
+    quality: RunQuality | None = None,
+    bounds: QualityBounds | None = None,
 ) -> None:
-    """Store one provider run whole, in one transaction: its row, offers and rejects in bulk
-    (a rate source's run: its row and its rates)."""
+    """Store one provider run whole, in one transaction: its row, offers and rejects in bulk,
+    its quality and price outliers (a rate source's run: its row and its rates)."""
     offers = result.table if result is not None and result.offer_count else None
     rejects = result.rejects_table(run.observed_at) if result and result.rejects else None
+    outliers = (bounds or QualityBounds()).outliers
     with warehouse.transaction() as conn:
-        insert_run(conn, run, offers, rejects)
+        insert_run(conn, run, offers, rejects, outliers)
+        if quality is not None:
+            insert_quality(conn, quality.row, quality.unknowns, quality.reasons)
         if rates is not None and rates.num_rows:
             insert_rates(conn, rates)
 
@@ -228,6 +258,7 @@ def run_collection(
     catalog: Catalog | None = None,
     progress: ProgressCallback | None = None,
     should_stop: Callable[[], bool] = lambda: False,
+    bounds: QualityBounds | None = None,
 ) -> list[RunReport]:
     """Collect each named provider in turn; one transaction and one report per provider.
 
@@ -252,6 +283,7 @@ def run_collection(
             catalog=catalog or get_catalog(),
             progress=progress or (lambda _name, _stage: None),
             should_stop=should_stop,
+            bounds=bounds or QualityBounds(),
         )
         for module in modules
     )

@@ -51,6 +51,7 @@ def collect(
         client_factory=client_factory,
         progress=progress,
         should_stop=should_stop,
+        bounds=settings.quality_bounds(),
     )
     if should_stop():  # shutting down (or the lease moved): the next run evaluates
         return Collected(reports, [])

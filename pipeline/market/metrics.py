@@ -15,6 +15,7 @@ from prometheus_client.registry import Collector
 
 from pipeline.market.freshness import provider_freshness
 from pipeline.market.index import latest_index_values
+from pipeline.market.quality import provider_health
 from pipeline.settings import Settings
 from warehouse import Warehouse
 from warehouse import queries as q
@@ -58,6 +59,9 @@ class PriceCollector(Collector):
             }
         sources["freshness"] = provider_freshness(self._warehouse, self._settings, self._clock())
         sources["index"] = latest_index_values(self._warehouse)
+        sources["quality"] = [
+            {"provider": name, **run} for name, run in provider_health(self._warehouse).items()
+        ]
         for spec in _FAMILIES:
             family = spec.kind(spec.name, spec.documentation, labels=list(spec.labels))
             for row in sources[spec.source]:
@@ -81,8 +85,8 @@ class _Family:
     name: str
     documentation: str
     source: str
-    """prices (per gpu, provider, pricing), runs or freshness (per provider), index (per gpu,
-    pricing)."""
+    """prices (per gpu, provider, pricing), runs, freshness or quality (per provider), index
+    (per gpu, pricing)."""
     labels: tuple[str, ...]
     value: Callable[[Any], float | None]
 
@@ -116,6 +120,20 @@ _FAMILIES = (
     _Family(GaugeMetricFamily, "gpuprices_collection_last_run_timestamp_seconds",
             "Unix time the last collection run (ok or failed) started", "freshness", _PROVIDER,
             lambda f: _timestamp(f.last_run_at)),
+    _Family(GaugeMetricFamily, "gpuprices_provider_resolved_share",
+            "Share of the last run's offers resolved to a catalog GPU (0-1)", "quality",
+            _PROVIDER, lambda r: r["resolved_share"]),
+    _Family(GaugeMetricFamily, "gpuprices_provider_rejects", "Records the last run rejected",
+            "quality", _PROVIDER, lambda r: r["reject_count"]),
+    _Family(GaugeMetricFamily, "gpuprices_provider_unknown_gpu_names",
+            "GPU spellings of the last run the catalog does not know", "quality", _PROVIDER,
+            lambda r: r["unknown_names"]),
+    _Family(GaugeMetricFamily, "gpuprices_provider_shape_drift",
+            "Answer fields added or missing against the previous good run", "quality",
+            _PROVIDER, lambda r: r["drift"]),
+    _Family(GaugeMetricFamily, "gpuprices_provider_degraded",
+            "1 when the provider's last run is degraded (see /quality)", "quality", _PROVIDER,
+            lambda r: 1.0 if r["health"] == "degraded" else 0.0),
     _Family(GaugeMetricFamily, "gpuprices_index_price_per_gpu_hour_usd",
             "Latest hourly price index (methodology v1): median of providers' cheapest available",
             "index", _INDEX, lambda r: r["value"]),

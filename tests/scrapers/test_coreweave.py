@@ -121,7 +121,7 @@ def test_inference_price_per_gpu_is_a_cross_check_not_an_offer():
 
 
 def test_a_gpu_count_that_disagrees_with_the_inference_price_is_rejected():
-    body = edited_row("nvidia-gb200-nvl72", b"<div>4<sup>1</sup></div>", b"<div>41</div>")
+    body = edited_row("nvidia-gb200-nvl72", b"<div>4<sup>1</sup></div>", b"<div>2</div>")
     result = coreweave.parse(body, OBSERVED_AT)
     [reject] = result.rejects
     assert reject.record_id == "nvidia-gb200-nvl72-north-america"
@@ -365,3 +365,33 @@ def test_collection_run_of_an_unparseable_page_fails_and_stores_no_offers(
     assert [(status, offers) for status, _, offers in runs] == [("failed", 0)]
     assert error in runs[0][1]
     assert stored == (0,)
+
+
+LIVE = fixture_bytes("coreweave_pricing_live.html")
+LIVE_41 = fixture_bytes("coreweave_pricing_live_41.html")
+
+
+@pytest.mark.parametrize("body", [LIVE, LIVE_41], ids=["4^1", "41"])
+def test_the_live_page_gives_gb200_nvl72_nodes_of_4_gpus_at_42_dollars_in_both_regions(body):
+    result = coreweave.parse(body, OBSERVED_AT)
+    gb200 = [o for o in result.offers if o.gpu_raw == "NVIDIA GB200 NVL72"]
+    assert sorted(o.region for o in gb200) == ["Europe", "North America"]
+    for offer in gb200:
+        assert (offer.pricing, offer.gpu_count, offer.price_per_hour) == ("on_demand", 4, 42.0)
+        assert offer.price_per_gpu_hour == pytest.approx(10.50)
+
+
+@pytest.mark.parametrize("body", [LIVE, LIVE_41], ids=["4^1", "41"])
+def test_unpriced_gb300_nvl72_rows_of_the_live_page_give_no_offer_and_no_reject(body):
+    result = coreweave.parse(body, OBSERVED_AT)
+    assert result.rejects == []
+    assert not [o for o in result.offers if o.gpu_raw == "NVIDIA GB300 NVL72"]
+    assert result.offer_count == 13  # 6 + 5 rows, B300 spot-only, GB300 unpriced
+
+
+def test_a_count_glued_to_a_mark_the_page_does_not_define_is_rejected():
+    body = LIVE_41.replace(b"<p><sup>1 </sup>Each instance", b"<p>Each instance")
+    result = coreweave.parse(body, OBSERVED_AT)
+    reasons = {r.record_id: r.reason for r in result.rejects}
+    assert set(reasons) == {"nvidia-gb200-nvl72-north-america", "nvidia-gb200-nvl72-europe"}
+    assert "'41' is more than a node holds (16)" in reasons["nvidia-gb200-nvl72-europe"]

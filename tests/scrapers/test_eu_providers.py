@@ -105,22 +105,49 @@ def test_scaleway_gpu_types_per_zone_with_availability_and_form_factor():
 
 
 @respx.mock(assert_all_mocked=True)
-def test_scaleway_pages_until_a_short_page_and_skips_zones_answering_404(
+def test_scaleway_pages_until_an_empty_page_and_skips_zones_answering_404(
     respx_mock, client_factory
 ):
-    full = {f"T{i}": {"gpu": 0} for i in range(scaleway.PER_PAGE)}
+    short = {f"T{i}": {"gpu": 0} for i in range(scaleway.PER_PAGE - 10)}  # fewer than asked
     zone = scaleway.URL.format(zone="fr-par-2")
     pages = respx_mock.get(zone).mock(side_effect=[
-        httpx.Response(200, json={"servers": full}),
-        httpx.Response(200, json={"servers": {"L4-1-24G": {"gpu": 1}}})])  # fmt: skip
+        httpx.Response(200, json={"servers": short}),
+        httpx.Response(200, json={"servers": {"L4-1-24G": {"gpu": 1}}}),
+        httpx.Response(200, json={"servers": {}})])  # fmt: skip
     empty = httpx.Response(200, json={"servers": {}})
     respx_mock.get(f"{zone}/availability").mock(return_value=empty)
     respx_mock.get(url__regex=r".*/zones/(?!fr-par-2/).*").mock(return_value=httpx.Response(404))
     with client_factory() as client:
         body = orjson.loads(scaleway.fetch(client, None))
     assert list(body["zones"]) == ["fr-par-2"]
-    assert len(body["zones"]["fr-par-2"]["servers"]) == scaleway.PER_PAGE + 1
+    assert len(body["zones"]["fr-par-2"]["servers"]) == scaleway.PER_PAGE - 10 + 1
+    assert [c.request.url.params["page"] for c in pages.calls] == ["1", "2", "3"]
+
+
+@respx.mock(assert_all_mocked=True)
+def test_scaleway_stops_at_the_total_count_the_answer_states(respx_mock, client_factory):
+    zone = scaleway.URL.format(zone="fr-par-2")
+    pages = respx_mock.get(zone).mock(side_effect=[
+        httpx.Response(200, json={"servers": {"A": {"gpu": 0}}, "total_count": 2}),
+        httpx.Response(200, json={"servers": {"B": {"gpu": 0}}, "total_count": 2})])  # fmt: skip
+    respx_mock.get(f"{zone}/availability").mock(
+        return_value=httpx.Response(200, json={"servers": {}, "total_count": 0}))  # fmt: skip
+    respx_mock.get(url__regex=r".*/zones/(?!fr-par-2/).*").mock(return_value=httpx.Response(404))
+    with client_factory() as client:
+        body = orjson.loads(scaleway.fetch(client, None))
+    assert sorted(body["zones"]["fr-par-2"]["servers"]) == ["A", "B"]
     assert [c.request.url.params["page"] for c in pages.calls] == ["1", "2"]
+
+
+def test_scaleway_replay_with_a_short_first_page_reads_the_second_page_too():
+    """Recorded fr-par-2 pages (gpu-index): page 1 holds 18 types, page 2 three more."""
+    replay = scaleway.replay_directory(FIXTURES / "scaleway_recorded_pages")
+    with httpx.Client(transport=httpx.MockTransport(replay)) as client:
+        result = scaleway.parse(scaleway.fetch(client, None), AT)
+    offers = {o.offer_id: o for o in result.offers}
+    assert len(offers) == 17 and result.rejects == []  # 16 of page 1 + RENDER-S of page 2
+    render = offers["RENDER-S@fr-par-2"]
+    assert (render.gpu_raw, render.gpu_count, render.price_per_hour) == ("P100", 1, 1.221)
 
 
 @respx.mock(assert_all_mocked=True)

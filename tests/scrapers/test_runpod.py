@@ -673,3 +673,40 @@ def test_a_failed_location_request_fails_the_whole_run_and_stores_nothing(
     status, stored_error = stored_run(warehouse)
     assert status == "failed" and error in stored_error
     assert stored_offers(warehouse) == 0
+
+
+BLACKWELL = fixture_bytes("runpod_gpu_types_blackwell.json")
+
+
+def test_rtx_pro_4500_and_5000_blackwell_resolve_to_catalog_ids():
+    from pipeline.collection.normalize import normalize
+
+    result = normalize(runpod.parse(BLACKWELL, OBSERVED_AT), get_catalog())
+    gpu_of = {o.gpu_raw: o.gpu for o in result.offers}
+    assert gpu_of["NVIDIA RTX PRO 4500 Blackwell"] == "RTX PRO 4500"
+    assert gpu_of["NVIDIA RTX PRO 4500 Blackwell Server Edition"] == "RTX PRO 4500"
+    assert gpu_of["NVIDIA RTX PRO 5000 Blackwell"] == "RTX PRO 5000"
+    assert gpu_of["NVIDIA RTX PRO 6000 Blackwell Server Edition"] == "RTX PRO 6000"
+
+
+def test_mig_slices_are_rejected_with_their_profile_never_listed_as_whole_gpus():
+    result = runpod.parse(BLACKWELL, OBSERVED_AT)
+    assert not [o for o in result.offers if "MIG" in o.gpu_raw]
+    reasons = {r.record_id: r.reason for r in result.rejects}
+    assert set(reasons) == {
+        "NVIDIA RTX PRO 6000 Blackwell Server Edition MIG 1g.24gb",
+        "NVIDIA RTX PRO 6000 Blackwell Server Edition MIG 2g.48gb",
+    }
+    assert reasons["NVIDIA RTX PRO 6000 Blackwell Server Edition MIG 2g.48gb"].startswith(
+        "MIG slice 2g.48gb is a fraction of one GPU"
+    )
+
+
+def test_an_unpriced_mig_slice_is_neither_an_offer_nor_a_reject():
+    body = orjson.loads(BLACKWELL)
+    for record in body["data"]["gpuTypes"]:
+        record["securePrice"] = None
+    result = runpod.parse(orjson.dumps(body), OBSERVED_AT)
+    assert result.rejects == []
+    assert {o.gpu_raw for o in result.offers} == {
+        "NVIDIA RTX PRO 4500 Blackwell", "NVIDIA H100 80GB HBM3"}  # fmt: skip

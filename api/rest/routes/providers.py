@@ -1,33 +1,68 @@
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter, Query
 
 from api.rest.deps import FreshnessDep, SettingsDep, WarehouseDep
 from api.rest.parameters import MAX_NAME_CHARS
-from api.rest.schemas import ProviderFreshnessOut, ProvidersPage, QualityPage
+from api.rest.schemas import ProviderHealthOut, ProvidersPage, QualityPage
 from pipeline.market.offers import quality_report
+from pipeline.market.quality import provider_health, quality_overview
+from pipeline.timeparse import UtcDateTime
 
 router = APIRouter(tags=["providers"])
 
 
 @router.get("/providers", response_model=ProvidersPage, summary="Collection health per provider")
-def list_providers(freshness: FreshnessDep, settings: SettingsDep) -> ProvidersPage:
-    """Last run, last success, status, offers in the snapshot served, last error, next run;
-    `demo` when the data is the recorded demo (`gpuprices demo`)."""
+def list_providers(
+    freshness: FreshnessDep, settings: SettingsDep, warehouse: WarehouseDep
+) -> ProvidersPage:
+    """Last run, last success, status, offers in the snapshot served, last error, next run, and
+    the quality of the newest run (health, resolved share, unknown GPU names, drift); `demo` when
+    the data is the recorded demo (`gpuprices demo`)."""
+    health = provider_health(warehouse)
     return ProvidersPage(
-        providers=[ProviderFreshnessOut.model_validate(f) for f in freshness], demo=settings.demo
+        providers=[
+            ProviderHealthOut.model_validate(
+                {**asdict(f), **_health_fields(health.get(f.provider))}
+            )
+            for f in freshness
+        ],
+        demo=settings.demo,
     )
 
 
-@router.get("/quality", response_model=QualityPage, summary="Quarantined provider records")
+def _health_fields(run: dict[str, object] | None) -> dict[str, object]:
+    if run is None:
+        return {}
+    return {k: run[k] for k in ("health", "resolved_share", "unknown_names", "drift", "reasons")}
+
+
+@router.get(
+    "/quality",
+    response_model=QualityPage,
+    summary="Provider quality per run, unknown GPU names, flagged prices, quarantined records",
+)
 def quality(
     warehouse: WarehouseDep,
     provider: Annotated[
         str | None, Query(max_length=MAX_NAME_CHARS, description="Only this provider")
     ] = None,
+    since: Annotated[
+        UtcDateTime | None,
+        Query(description="Runs observed at or after this time, ISO 8601 (default: the last 50)"),
+    ] = None,
     limit: Annotated[int, Query(ge=1, le=1000, description="Most records to return")] = 100,
 ) -> QualityPage:
-    """Records that could not be parsed or broke an invariant, with the raw record and reason."""
-    return QualityPage.model_validate(quality_report(warehouse, provider, limit))
+    """Per provider: the health of its newest run (degraded, and why), its resolved share,
+    rejects by reason, unknown GPU spellings with an example offer, the answer's drift and the
+    price outliers of its snapshot by `offer_id`, with its runs since `since`; then the
+    quarantined records with the raw record and reason."""
+    return QualityPage.model_validate(
+        {
+            "providers": quality_overview(warehouse, provider, since),
+            **quality_report(warehouse, provider, limit),
+        }
+    )

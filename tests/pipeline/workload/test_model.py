@@ -507,12 +507,12 @@ def test_unknown_gpus_and_gpus_without_published_tflops_are_skipped_with_reasons
     offers = [
         offer(None, 1, 1.0, gpu_raw="RTX 4090D"),
         offer(None, 2, 1.0, gpu_raw="RTX 4090D"),
-        offer("B300", 8, 50.0),
+        offer("RTX PRO 5000", 8, 50.0),
     ]
     ranking = rank_offers(QLORA_70B, offers, CATALOG)
     reasons = {(s.gpu, s.offers): s.reason for s in ranking.skipped}
     assert "not in the catalog" in reasons[("RTX 4090D", 2)]
-    assert "no published dense TFLOPs" in reasons[("B300", 1)]
+    assert "no published dense TFLOPs" in reasons[("RTX PRO 5000", 1)]
 
 
 def test_an_offer_without_form_factor_is_timed_as_the_faster_variant_with_a_range_over_both() -> (

@@ -1,0 +1,144 @@
+"""Provider quality over the last runs, as `/quality`, `gpuprices quality`, `/metrics`, the page
+and the provider-health alerts show it (measured at ingest: pipeline/collection/quality.py)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import orjson
+
+from pipeline.base import provider_module
+from warehouse import Warehouse
+from warehouse import quality as wq
+
+__all__ = ["MAX_RUNS", "Health", "health_of", "provider_health", "quality_overview"]
+
+MAX_RUNS = 50
+"""Runs shown per provider (the newest, since `since` when given)."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+Health = Literal["ok", "degraded", "failing", "not_configured"]
+
+
+def _json_list(text: str | None) -> list[str] | None:
+    return None if text is None else list(orjson.loads(text))
+
+
+def health_of(run: dict[str, Any]) -> Health:
+    """A run as a provider's health: degraded, failing (failed, not yet degraded), not configured
+    (its required key is not set: never degraded) or ok."""
+    if run["degraded"]:
+        return "degraded"
+    if run["state"] == "not_configured":
+        return "not_configured"
+    return "failing" if run["state"] == "failed" else "ok"
+
+
+def _run_out(run: dict[str, Any]) -> dict[str, Any]:
+    added, missing = _json_list(run["fields_added"]), _json_list(run["fields_missing"])
+    return {
+        "run_id": run["run_id"],
+        "observed_at": run["observed_at"],
+        "state": run["state"],
+        "health": health_of(run),
+        "offer_count": run["offer_count"],
+        "resolved_count": run["resolved_count"],
+        "resolved_share": run["resolved_count"] / run["offer_count"]
+        if run["offer_count"]
+        else None,
+        "reject_count": run["reject_count"],
+        "unknown_names": run["unknown_names"],
+        "fields_added": added or [],
+        "fields_missing": missing or [],
+        "drift": len(added or []) + len(missing or []),
+        "reasons": _json_list(run["reasons"]) or [],
+    }
+
+
+def quality_overview(
+    warehouse: Warehouse,
+    provider: str | None = None,
+    since: datetime | None = None,
+    runs_per_provider: int = MAX_RUNS,
+) -> list[dict[str, Any]]:
+    """Per provider: its newest run's health and figures, its runs since `since` (newest first),
+    and, of its newest run, the unknown GPU spellings, rejects by reason and flagged offers."""
+    if provider is not None:
+        provider_module(provider)
+    with warehouse.cursor() as cur:
+        runs = wq.quality_runs(cur, provider, since or _EPOCH, runs_per_provider)
+        by_provider: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for run in runs:
+            by_provider[run["provider"]].append(run)
+        newest = [r[0]["run_id"] for r in by_provider.values()]
+        newest_ok = [
+            next((run["run_id"] for run in r if run["state"] == "ok"), "")
+            for r in by_provider.values()
+        ]
+        unknowns = wq.unknown_gpus_of_runs(cur, newest)
+        reasons = wq.reject_reasons_of_runs(cur, newest)
+        outliers = wq.outliers_of_runs(cur, [run_id for run_id in newest_ok if run_id])
+    grouped: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    for kind, rows in (("unknown", unknowns), ("rejects", reasons), ("outliers", outliers)):
+        for row in rows:
+            grouped[row["provider"]][kind].append(
+                {k: v for k, v in row.items() if k not in ("provider",)}
+            )
+    overview = []
+    for name, provider_runs in sorted(by_provider.items()):
+        latest = _run_out(provider_runs[0])
+        found = grouped[name]
+        overview.append(
+            {
+                "provider": name,
+                **{
+                    k: latest[k]
+                    for k in (
+                        "health",
+                        "resolved_share",
+                        "reject_count",
+                        "unknown_names",
+                        "drift",
+                        "reasons",
+                    )
+                },  # fmt: skip
+                "last_run_at": latest["observed_at"],
+                "unknown_gpus": [
+                    {
+                        "gpu_raw": u["gpu_raw"],
+                        "offer_count": u["offer_count"],
+                        "example_offer_id": u["example"],
+                    }  # fmt: skip
+                    for u in found["unknown"]
+                ],
+                "rejects_by_reason": [
+                    {"reason": r["reason"], "records": r["records"]} for r in found["rejects"]
+                ],
+                "flagged_offers": [
+                    {
+                        k: o[k]
+                        for k in (
+                            "offer_id",
+                            "run_id",
+                            "gpu",
+                            "pricing",
+                            "side",
+                            "suspect",
+                            "price_per_gpu_hour",
+                            "median_per_gpu_hour",
+                        )
+                    }  # fmt: skip
+                    for o in found["outliers"]
+                ],
+                "runs": [_run_out(run) for run in provider_runs],
+            }
+        )
+    return overview
+
+
+def provider_health(warehouse: Warehouse) -> dict[str, dict[str, Any]]:
+    """Each provider's newest run, by provider: its health, reasons and figures."""
+    with warehouse.cursor() as cur:
+        latest = wq.latest_quality(cur)
+    return {run["provider"]: _run_out(run) for run in latest}
