@@ -165,7 +165,5 @@ def get_locator() -> Locator:
 
 @lru_cache(maxsize=4)
 def _locator(modules: tuple[ProviderModule, ...]) -> Locator:
-    places = [
-        {"provider": module.NAME, **place} for module in modules for place in regions(module)
-    ]
+    places = [{"provider": module.NAME, **place} for module in modules for place in regions(module)]
     return Locator(list(_countries()), places)
