@@ -29,6 +29,7 @@ from scrapers.errors import (
 from scrapers.models import FormFactor, Offer, ParseResult, Pricing, Reject
 
 __all__ = [
+    "MODULES",
     "PROVIDERS",
     "USER_AGENT",
     "Credentials",

@@ -105,6 +105,7 @@ def test_public_names_are_pinned():
     assert sorted(scrapers.__all__) == [
         "Credentials",
         "FormFactor",
+        "MODULES",
         "MissingCredentialsError",
         "Offer",
         "OfferBatch",
