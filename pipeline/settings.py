@@ -33,7 +33,6 @@ __all__ = [
     "Role",
     "Settings",
     "SettingsError",
-    "default_intervals",
     "parse_duration",
 ]
 
@@ -41,12 +40,6 @@ DEFAULT_DB = Path("data/gpuprices.duckdb")
 FALLBACK_INTERVAL = timedelta(minutes=15)
 """The interval of a name no registered module declares (a provider removed since its data was
 stored)."""
-
-
-def default_intervals() -> dict[str, timedelta]:
-    """Each registered provider's default collection interval: its module's `INTERVAL`, in
-    registry order."""
-    return {name: module.INTERVAL for name, module in PROVIDERS.items()}
 
 
 class SettingsError(PipelineError):
@@ -93,7 +86,7 @@ class Settings(BaseSettings):
     host: str = Field(default="127.0.0.1", description="Address `serve` listens on")
     port: int = Field(default=8000, ge=1, le=65535, description="Port `serve` listens on")
     providers: Annotated[list[str], NoDecode] = Field(
-        default_factory=lambda: list(default_intervals()), description="Providers collected"
+        default_factory=lambda: list(PROVIDERS), description="Providers collected (default: all)"
     )
     intervals: dict[str, Duration] = Field(
         default_factory=dict, description="Collection interval per provider (overrides defaults)"
