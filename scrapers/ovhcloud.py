@@ -73,8 +73,8 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
 def _is_hourly_gpu_flavor(addon: dict[str, Any]) -> bool:
     plan = addon.get("planCode") or ""
     brick = ((addon.get("blobs") or {}).get("commercial") or {}).get("brick")
-    return (
-        brick == GPU_BRICK and plan.endswith(HOURLY_SUFFIX) and not plan.startswith(WINDOWS_PREFIX)
+    return brick == GPU_BRICK and plan.endswith(HOURLY_SUFFIX) and not plan.startswith(
+        WINDOWS_PREFIX
     )
 
 
