@@ -45,9 +45,7 @@ def write_reference(folder: Path) -> dict[str, str]:
         "api.md": api_reference(),
         "training.md": training_reference(),
     }
-    providers = providers_reference()
-    if providers is not None:
-        pages["providers.md"] = providers
+    pages["providers.md"] = providers_reference()
     for name, text in pages.items():
         path = folder / name
         if not path.exists() or path.read_text(encoding="utf-8") != text:
@@ -170,16 +168,16 @@ def api_reference() -> str:
     return "".join(lines)
 
 
-def providers_reference() -> str | None:
-    try:
-        from api.cli.providers import providers_markdown  # type: ignore[attr-defined]
-    except ImportError:
-        return None
+def providers_reference() -> str:
+    from api.cli.providers import providers_markdown
+    from pipeline.base import provider_facts
+
     return (
-        "# Providers\n\n"
+        "# Providers at a glance\n\n"
         + GENERATED_NOTE
-        + "Generated from the provider modules (`gpuprices providers`).\n\n"
-        + providers_markdown()
+        + "Generated from the provider modules, as `gpuprices providers --format markdown` prints "
+        "it. How each provider is read: [Providers](../providers.md).\n\n"
+        + providers_markdown(provider_facts())
     )
 
 

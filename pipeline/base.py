@@ -5,12 +5,15 @@ Imports nothing of the pipeline but its errors, so any module may import it with
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 from pipeline.errors import UnknownProviderError
 from scrapers import PROVIDERS, ProviderModule
+from scrapers.base import in_price_index, is_rate_source, listed_only, regions
 
-__all__ = ["provider_module", "utc_now"]
+__all__ = ["ProviderFacts", "provider_facts", "provider_module", "utc_now"]
 
 
 def utc_now() -> datetime:
@@ -23,3 +26,43 @@ def provider_module(name: str) -> ProviderModule:
         return PROVIDERS[name]
     except KeyError:
         raise UnknownProviderError(name, sorted(PROVIDERS)) from None
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderFacts:
+    """What a registered module declares about its source (`gpuprices providers`)."""
+
+    name: str
+    kind: Literal["offers", "rates"]
+    endpoint: str
+    key_variable: str | None
+    key_required: bool
+    interval: timedelta
+    """The default collection interval (the `intervals.<name>` setting overrides it)."""
+    currency: str
+    regions_placed: int
+    """Rows of its `data/<name>_regions.csv`: region names mapped to a country or continent."""
+    listed_only: bool
+    in_price_index: bool
+    """False for a rate source: it has no offers to index."""
+
+
+def provider_facts() -> list[ProviderFacts]:
+    """Every registered provider (and rate source), in registry order."""
+    return [_facts(module) for module in PROVIDERS.values()]
+
+
+def _facts(module: ProviderModule) -> ProviderFacts:
+    rates = is_rate_source(module)
+    return ProviderFacts(
+        name=module.NAME,
+        kind="rates" if rates else "offers",
+        endpoint=module.URL,
+        key_variable=module.ENV_KEY,
+        key_required=module.KEY_REQUIRED,
+        interval=module.INTERVAL,
+        currency=module.CURRENCY,
+        regions_placed=len(regions(module)),
+        listed_only=listed_only(module),
+        in_price_index=not rates and in_price_index(module),
+    )

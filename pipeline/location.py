@@ -1,8 +1,9 @@
 """Where an offer's GPU is: country (ISO 3166-1 alpha-2), continent and EEA/EU membership.
 
 Data, not code: `data/countries.csv` (one row per country with its continent and whether it is in
-the EU and the EEA = EU + Iceland, Liechtenstein, Norway) and `data/locations.csv` (provider
-region names and datacenter ids, each with its source). A region text ending in an ISO country
+the EU and the EEA = EU + Iceland, Liechtenstein, Norway) and each registered provider's places,
+`scrapers/data/<provider>_regions.csv` (its region names and datacenter ids, each with its source;
+read by `scrapers.base.regions`). A region text ending in an ISO country
 code after a comma (`Bavaria, DE`) or a bare code (`US`) is read as that country. Anything else
 stays unknown: a continent alone (CoreWeave's "Europe") never implies a country or the EEA.
 
@@ -20,11 +21,13 @@ import difflib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Literal, TypeVar
 
 from pipeline.errors import PipelineError
+from scrapers import PROVIDERS, ProviderModule
+from scrapers.base import regions
 
 __all__ = [
     "JURISDICTIONS",
@@ -36,7 +39,7 @@ __all__ = [
 Jurisdiction = Literal["eea", "eu"]
 JURISDICTIONS: tuple[Jurisdiction, ...] = ("eea", "eu")
 COUNTRY_CHOICE = "|"
-"""Separates the possible countries of a place in `locations.csv` (`FI|IS`)."""
+"""Separates the possible countries of a place in a provider's regions file (`FI|IS`)."""
 T = TypeVar("T")
 _TRAILING_CODE = re.compile(r"(?:^|,)\s*([A-Za-z]{2})\s*$")
 
@@ -147,9 +150,20 @@ def _rows(name: str) -> list[dict[str, str]]:
 
 
 @cache
-def get_locator() -> Locator:
-    countries = [
+def _countries() -> tuple[Country, ...]:
+    return tuple(
         Country(r["iso2"], r["name"], r["continent"], r["eu"] == "true", r["eea"] == "true")
         for r in _rows("countries.csv")
-    ]
-    return Locator(countries, _rows("locations.csv"))
+    )
+
+
+def get_locator() -> Locator:
+    """The locator of the registered providers' places (read again only when the registry
+    changes)."""
+    return _locator(tuple(PROVIDERS.values()))
+
+
+@lru_cache(maxsize=4)
+def _locator(modules: tuple[ProviderModule, ...]) -> Locator:
+    places = [{"provider": module.NAME, **place} for module in modules for place in regions(module)]
+    return Locator(list(_countries()), places)

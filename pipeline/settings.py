@@ -24,13 +24,13 @@ from pydantic_settings import (
 
 from pipeline.errors import PipelineError
 from pipeline.timeparse import Duration, parse_duration
+from scrapers import PROVIDERS
 from warehouse import WarehouseError
 from warehouse.quality import OutlierBounds
 from warehouse.target import Target, parse_target
 
 __all__ = [
     "DEFAULT_DB",
-    "DEFAULT_INTERVALS",
     "Duration",
     "Role",
     "Settings",
@@ -39,21 +39,9 @@ __all__ = [
 ]
 
 DEFAULT_DB = Path("data/gpuprices.duckdb")
-DEFAULT_INTERVALS: Mapping[str, timedelta] = {
-    "ecb": timedelta(days=1),
-    "vastai": timedelta(minutes=10),
-    "runpod": timedelta(minutes=15),
-    "lambda": timedelta(minutes=15),
-    "coreweave": timedelta(hours=6),
-    "scaleway": timedelta(hours=1),
-    "ovhcloud": timedelta(hours=6),
-    "verda": timedelta(hours=1),
-    "hetzner": timedelta(hours=6),
-}
-"""Collection intervals per provider (Vast.ai 10 min, RunPod and Lambda 15, CoreWeave 6 h;
-Scaleway and Verda 1 h, OVHcloud (an ~8 MB catalog) and Hetzner 6 h) and per rate source (the
-ECB publishes once per working day)."""
 FALLBACK_INTERVAL = timedelta(minutes=15)
+"""The interval of a name no registered module declares (a provider removed since its data was
+stored)."""
 
 
 class SettingsError(PipelineError):
@@ -110,7 +98,7 @@ class Settings(BaseSettings):
     host: str = Field(default="127.0.0.1", description="Address `serve` listens on")
     port: int = Field(default=8000, ge=1, le=65535, description="Port `serve` listens on")
     providers: Annotated[list[str], NoDecode] = Field(
-        default_factory=lambda: list(DEFAULT_INTERVALS), description="Providers collected"
+        default_factory=lambda: list(PROVIDERS), description="Providers collected (default: all)"
     )
     intervals: dict[str, Duration] = Field(
         default_factory=dict, description="Collection interval per provider (overrides defaults)"
@@ -187,8 +175,6 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _known_providers(self) -> Self:
-        from scrapers import PROVIDERS
-
         known = sorted(PROVIDERS)
         for name in [*self.providers, *self.standby_for, *self.intervals, *self.stale_after]:
             if name not in PROVIDERS:
@@ -221,7 +207,10 @@ class Settings(BaseSettings):
         )
 
     def interval(self, provider: str) -> timedelta:
-        return self.intervals.get(provider) or DEFAULT_INTERVALS.get(provider, FALLBACK_INTERVAL)
+        """The provider's interval: set in `intervals`, else its module's `INTERVAL`."""
+        module = PROVIDERS.get(provider)
+        default = module.INTERVAL if module is not None else FALLBACK_INTERVAL
+        return self.intervals.get(provider) or default
 
     def stale_threshold(self, provider: str) -> timedelta:
         explicit = self.stale_after.get(provider)

@@ -30,6 +30,7 @@ __all__ = [
     "TimeParseError",
     "UtcDateTime",
     "check_not_future",
+    "format_duration",
     "parse_duration",
     "parse_time",
     "parse_time_or_ago",
@@ -86,6 +87,17 @@ def parse_duration(value: Any) -> timedelta:
             f"'{_short(value)}' is out of range: a duration is from 0 to {MAX_DURATION.days} days"
         )
     return timedelta(seconds=seconds)
+
+
+def format_duration(value: timedelta) -> str:
+    """`value` in its largest whole unit (`10m`, `6h`, `1d`, `2w`), as `parse_duration` reads it
+    back; else in seconds (`90.5s`, `0s`)."""
+    seconds = value.total_seconds()
+    for unit, size in sorted(_UNIT_SECONDS.items(), key=lambda item: -item[1]):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    text = f"{seconds:.6f}".rstrip("0").rstrip(".")  # timedelta keeps microseconds
+    return f"{text or '0'}s"
 
 
 def parse_time(value: Any) -> datetime:

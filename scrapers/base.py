@@ -1,11 +1,14 @@
 """What every provider module provides, and the HTTP plumbing they share.
 
-A provider module has a `NAME`, the environment variable of its key (`ENV_KEY`, and whether the
-key is required), a `fetch` that does only I/O and a pure `parse`.
+A provider module carries everything about its source (`ProviderModule` lists the constants):
+its `NAME`, endpoint, key variable, default collection interval, currency, a `fetch` that does
+only I/O and a pure `parse`; its regions' places live beside it in
+`data/<NAME>_regions.csv` (`regions`). Registering it is one line of `scrapers/__init__.py`.
 """
 
 from __future__ import annotations
 
+import csv
 import email.utils
 import logging
 import threading
@@ -13,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from importlib import resources
 from typing import Any, Protocol
 
 import httpx
@@ -29,6 +33,7 @@ from scrapers.models import ParseResult
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "REGION_COLUMNS",
     "USER_AGENT",
     "Credentials",
     "ProviderModule",
@@ -36,8 +41,11 @@ __all__ = [
     "build_client",
     "credentials_from_env",
     "fetch_bytes",
+    "in_price_index",
     "interruptible_sleep",
     "is_rate_source",
+    "listed_only",
+    "regions",
     "replay_handler",
     "parse_retry_after",
 ]
@@ -67,11 +75,31 @@ class Credentials:
         return "Credentials(***)"
 
 
+REGION_COLUMNS = ("region", "country", "continent", "source")
+"""The header of a provider's `data/<NAME>_regions.csv`: its region text (empty: every region,
+offers without one included; ending in `*`: every region starting with what precedes it), the
+ISO 3166-1 alpha-2 country (`FI|IS`: one of these, not known which) or empty, the continent when
+no country is known, and where the mapping comes from."""
+
+
 class ProviderModule(Protocol):
+    """What a provider module declares at module level.
+
+    Required: `NAME`, `URL` (the endpoint a live run fetches), `ENV_KEY` (the variable of its
+    key, or None) and `KEY_REQUIRED`, `INTERVAL` (its default collection interval, with the
+    reason beside it), `CURRENCY` (what the source quotes prices in, e.g. "USD" or "EUR").
+    Optional, read with their defaults by `listed_only` and `in_price_index`: `LISTED_ONLY =
+    False` (True: prices come from a published price list, listed, not stock) and
+    `IN_PRICE_INDEX = True` (False: kept out of the price index, methodology v1); `KIND = "rates"`
+    for a rate source (`is_rate_source`).
+    """
+
     NAME: str
     URL: str
     ENV_KEY: str | None
     KEY_REQUIRED: bool
+    INTERVAL: timedelta
+    CURRENCY: str
 
     def fetch(self, client: httpx.Client, creds: Credentials | None) -> bytes: ...
 
@@ -82,6 +110,32 @@ def is_rate_source(module: object) -> bool:
     """A rate source (`KIND = "rates"`, e.g. the ECB) stores exchange rates via `parse_rates`
     instead of offers via `parse`; a module without `KIND` is a provider of offers."""
     return getattr(module, "KIND", "offers") == "rates"
+
+
+def listed_only(module: object) -> bool:
+    """True when the module's prices come from a published price list (`LISTED_ONLY`): its
+    offers say what is listed, not what is in stock. Default False."""
+    return bool(getattr(module, "LISTED_ONLY", False))
+
+
+def in_price_index(module: object) -> bool:
+    """False when the module is kept out of the price index, methodology v1 (`IN_PRICE_INDEX`).
+    Default True."""
+    return bool(getattr(module, "IN_PRICE_INDEX", True))
+
+
+def regions(module: ProviderModule) -> list[dict[str, str]]:
+    """The places of the module's regions: the rows of `data/<NAME>_regions.csv` in the module's
+    package (columns `REGION_COLUMNS`); none when it has no such file. A file with other columns
+    raises `ValueError` naming it."""
+    package = getattr(module, "__package__", None) or getattr(module, "__name__", "")
+    path = resources.files(package).joinpath("data").joinpath(f"{module.NAME}_regions.csv")
+    if not path.is_file():
+        return []
+    reader = csv.DictReader(path.read_text(encoding="utf-8").splitlines())
+    if tuple(reader.fieldnames or ()) != REGION_COLUMNS:
+        raise ValueError(f"{path}: the header must be {','.join(REGION_COLUMNS)}")
+    return list(reader)
 
 
 def replay_handler(module: object) -> Callable[[Any], Callable[[httpx.Request], httpx.Response]]:

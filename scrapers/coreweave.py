@@ -40,7 +40,7 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal, cast
 
 import httpx
@@ -55,6 +55,8 @@ NAME = "coreweave"
 ENV_KEY = None
 KEY_REQUIRED = False  # a public web page
 URL = "https://www.coreweave.com/pricing"
+INTERVAL = timedelta(hours=6)  # a published price page: no stock, prices change rarely
+CURRENCY = "USD"
 GB_PER_TB = 1000
 """Local Storage is in decimal TB: 7.68 and 61.44 (8 x 7.68) are NVMe drive sizes [assumption]."""
 INFERENCE_TOLERANCE_USD = 0.01

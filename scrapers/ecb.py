@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 from typing import Literal
 
 import httpx
@@ -33,6 +33,8 @@ KIND: Literal["rates"] = "rates"
 ENV_KEY: str | None = None
 KEY_REQUIRED = False
 URL = "https://www.ecb.europa.eu/stats/eurofxref/eurofxref-daily.xml"
+INTERVAL = timedelta(days=1)  # the ECB publishes once per working day, around 16:00 CET
+CURRENCY = "EUR"  # rates are units of each currency per EUR
 BASE = "EUR"
 _NS = "{http://www.ecb.int/vocabulary/2002-08-01/eurofxref}"
 

@@ -19,7 +19,7 @@ Quirks (see shared/provider-samples/EU.md, "Hetzner"):
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 import httpx
@@ -32,6 +32,7 @@ NAME = "hetzner"
 ENV_KEY: str | None = None
 KEY_REQUIRED = False
 URL = "https://www.hetzner.com/_resources/app/data/app/live_data_prices.json"
+INTERVAL = timedelta(hours=6)  # a price feed of dedicated servers, changed rarely
 CURRENCY = "EUR"
 ANY_DATACENTER = "ALL"
 

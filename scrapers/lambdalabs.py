@@ -27,7 +27,7 @@ Quirks (see shared/provider-samples/README.md, "Lambda"):
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -42,6 +42,8 @@ NAME = "lambda"
 ENV_KEY = "LAMBDA_API_KEY"
 KEY_REQUIRED = True  # the spec requires a key for every endpoint, prices included
 URL = "https://cloud.lambda.ai/api/v1/instance-types"
+INTERVAL = timedelta(minutes=15)  # capacity per region moves within the hour
+CURRENCY = "USD"
 CENTS_PER_DOLLAR = 100  # price_cents_per_hour is US cents (Lambda OpenAPI v1.10.0)
 CPU_TYPE_PREFIX = "cpu_"  # `cpu_4x_general` (SkyPilot's fetch_lambda_cloud.py skips it)
 ERROR_HINTS = {

@@ -19,7 +19,7 @@ sc-crawler `vendors/_ovh.py`):
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -34,6 +34,8 @@ NAME = "ovhcloud"
 ENV_KEY: str | None = None
 KEY_REQUIRED = False
 URL = "https://eu.api.ovh.com/1.0/order/catalog/public/cloud?ovhSubsidiary=FR"
+INTERVAL = timedelta(hours=6)  # an ~8 MB catalog of list prices, no stock
+CURRENCY = "EUR"  # locale.currencyCode of the FR book
 TIMEOUT = httpx.Timeout(60.0, connect=10.0)  # an ~8 MB answer
 PRICE_UNITS_PER_CURRENCY_UNIT = 100_000_000  # price is 1e-8 of the currency (EU.md)
 HOURLY_SUFFIX = ".consumption"

@@ -39,7 +39,7 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Literal
 
@@ -57,6 +57,8 @@ NAME = "runpod"
 ENV_KEY = "RUNPOD_API_KEY"
 KEY_REQUIRED = False  # GraphQL answers anonymously; a key switches to the REST v2 catalog
 URL = "https://api.runpod.io/graphql"
+INTERVAL = timedelta(minutes=15)  # stock moves within the hour; a sweep is one query per location
+CURRENCY = "USD"
 REST_URL = "https://api.runpod.io/v2/catalog/gpus"
 GPUS_PER_OFFER = 1
 REST_PARAMS = {"include": "AVAILABILITY", "product": "POD", "count": str(GPUS_PER_OFFER)}

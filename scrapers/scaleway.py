@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ NAME = "scaleway"
 ENV_KEY: str | None = None
 KEY_REQUIRED = False
 URL = "https://api.scaleway.com/instance/v1/zones/{zone}/products/servers"
+INTERVAL = timedelta(hours=1)  # availability per zone moves, each run pages through nine zones
 ZONES = ("fr-par-1", "fr-par-2", "fr-par-3", "nl-ams-1", "nl-ams-2", "nl-ams-3",
          "pl-waw-1", "pl-waw-2", "pl-waw-3")  # fmt: skip
 PER_PAGE = 100

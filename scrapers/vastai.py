@@ -21,7 +21,7 @@ Quirks (see shared/provider-samples/README.md, "Vast.ai"):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -39,6 +39,8 @@ NAME = "vastai"
 ENV_KEY = "VASTAI_API_KEY"
 KEY_REQUIRED = False  # gpuhunt searches without a key; a key only changes the rate-limit identity
 URL = "https://console.vast.ai/api/v0/bundles/"
+INTERVAL = timedelta(minutes=10)  # a marketplace: offers come and go within minutes
+CURRENCY = "USD"
 MIB_PER_GIB = 1024
 SEARCH_LIMIT = 10_000
 SEARCH_BODY: dict[str, Any] = {

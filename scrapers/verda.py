@@ -12,7 +12,7 @@ Quirks (see shared/provider-samples/EU.md, "Verda"):
 - `CC` rows (confidential computing: `RTX PRO 6000 CC 96GB`, `B300 CC SXM6 268GB`) are their own
   offers (`tier` "confidential") of the same GPU: the `CC` token is left out of `gpu_raw`.
 - No location on the page: every Verda location is in Finland or Iceland, so the pipeline marks
-  the offers EEA with the country unknown (pipeline/data/locations.csv).
+  the offers EEA with the country unknown (data/verda_regions.csv).
 - Instant-cluster (`8x GB300 SXM6 288GB instant cluster`) and serverless offers
   (`1x H100 SXM5 80GB serverless spot` / `... serverless continuous`) are other products:
   skipped, as are storage offers (`unitText` `GiB-month`). The recorded page (gpu-index
@@ -22,7 +22,7 @@ Quirks (see shared/provider-samples/EU.md, "Verda"):
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -37,6 +37,8 @@ NAME = "verda"
 ENV_KEY: str | None = None
 KEY_REQUIRED = False
 URL = "https://verda.com/pricing"
+INTERVAL = timedelta(hours=1)  # a price page whose spot prices move within the day
+CURRENCY = "USD"  # the JSON-LD offers' priceCurrency
 CONFIDENTIAL_TOKEN = "CC"
 CONFIDENTIAL_TIER = "confidential"
 PER_HOUR_UNITS = frozenset({"hour", "hr", "h"})

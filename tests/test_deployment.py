@@ -69,8 +69,24 @@ def test_the_collectors_split_the_providers_and_stand_by_for_each_other():
     collectors = [s for s in LAKE.values() if "collector" in s.get("command", [])]
     owned = [set(_option(s["command"], "--providers").split(",")) for s in collectors]
     standby = [set(s["environment"]["GPUPRICES_STANDBY_FOR"].split(",")) for s in collectors]
-    assert owned[0].isdisjoint(owned[1]) and owned[0] | owned[1] == set(PROVIDERS)
+    assert owned[0].isdisjoint(owned[1])
+    unlisted = sorted(set(PROVIDERS) - owned[0] - owned[1])
+    assert unlisted == [], f"add {unlisted} to a lake collector's --providers in docker-compose.yml"
+    assert owned[0] | owned[1] == set(PROVIDERS), "a lake collector names an unknown provider"
     assert standby == [owned[1], owned[0]]
+
+
+def test_the_lake_collector_of_the_ecb_rates_collects_every_provider_quoting_another_currency():
+    from scrapers import PROVIDERS
+
+    collectors = [s for s in LAKE.values() if "collector" in s.get("command", [])]
+    [with_rates] = [
+        set(_option(s["command"], "--providers").split(","))
+        for s in collectors
+        if "ecb" in _option(s["command"], "--providers").split(",")
+    ]
+    priced_in_other = {name for name, module in PROVIDERS.items() if module.CURRENCY != "USD"}
+    assert priced_in_other - {"ecb"} <= with_rates
 
 
 def test_every_lake_service_opens_the_same_lake_on_the_shared_volume():

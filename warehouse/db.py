@@ -15,7 +15,6 @@ import duckdb
 
 from warehouse import lake as _lake
 from warehouse import leases as _leases
-from warehouse.absent import mark_absent
 from warehouse.errors import DatabaseLockedError, MigrationError, WarehouseError
 from warehouse.target import LakeTarget, Target, parse_target, redacted
 
@@ -84,7 +83,6 @@ class Warehouse:
         `path` is a file (':memory:' allowed), a `duckdb://` URL, a `LakeTarget`, or a
         `ducklake:postgres:` URL with its `data_path`.
         """
-        mark_absent()  # DuckDB's driver looks for pandas per bound value: fail that at once
         target = path if isinstance(path, LakeTarget) else parse_target(path, data_path)
         if isinstance(target, LakeTarget):
             return cls._open_lake(target, read_only=read_only)

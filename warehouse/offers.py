@@ -194,9 +194,9 @@ def offers_relation(source: str, figures: tuple[GpuFigure, ...], params: list[An
     """`source` (a table of offers) with the derived columns, as a subquery: each offer's
     figures are those of its GPU in its form factor, else of its GPU in any form (the
     catalog's `form_factor` None row)."""
-    # One JSON text, not a list of dicts: the driver converts each Python value of a parameter
-    # with an attempt to import pandas (~0.2 ms each where it is not installed: a search of
-    # sys.path), and the catalog's figures are some 600 values: ~130 ms a query.
+    # One JSON text, not a list of dicts: DuckDB's driver converts a parameter value by value,
+    # trying `import pandas` for each (where pandas is not installed, each try searches sys.path
+    # again), and the figures are hundreds of values; bench/parameters.py prints both ways.
     params.append(json.dumps([
         {"gpu": f.gpu, "form_factor": f.form_factor, "dense_pflops": f.dense_pflops,
          "nvlink": f.nvlink}

@@ -22,6 +22,7 @@ from api.cli.common import (
 from api.cli.index import index_command, market_command
 from api.cli.mcp import mcp
 from api.cli.offers import FormatOption, OutputFormat, gpus, offers
+from api.cli.providers import providers
 from api.cli.quality import quality
 from api.cli.quote import quote
 from api.cli.remote import ApiOption, remote_for
@@ -35,7 +36,7 @@ from pipeline.market.scope import OfferScope
 __all__ = ["app", "main"]
 
 app = typer.Typer(
-    help="Track GPU offers and prices across Vast.ai, RunPod, Lambda and CoreWeave.",
+    help="Track GPU offers and prices across GPU clouds (`gpuprices providers` lists them).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -45,6 +46,7 @@ app = typer.Typer(
 app.command()(collect)
 app.command()(offers)
 app.command()(gpus)
+app.command()(providers)
 app.command()(serve)
 app.command()(demo)
 app.command()(mcp)

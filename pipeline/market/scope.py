@@ -27,7 +27,7 @@ from pipeline.base import provider_module
 from pipeline.catalog import Catalog, get_catalog
 from pipeline.errors import PipelineError
 from pipeline.location import get_locator
-from pipeline.market.figures import gpu_figures
+from pipeline.market.catalog_figures import gpu_figures
 from scrapers.models import FormFactor, Pricing
 from warehouse import OfferFilters
 

@@ -3,12 +3,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pipeline.errors import PipelineError
 from pipeline.timeparse import (
     MAX_DURATION,
     TimeParseError,
     check_not_future,
+    format_duration,
     parse_duration,
     parse_time,
 )
@@ -98,3 +101,24 @@ def test_an_observation_a_minute_ahead_is_clock_skew_but_an_hour_ahead_is_the_fu
     assert check_not_future(now + timedelta(minutes=1), now) == now + timedelta(minutes=1)
     with pytest.raises(TimeParseError, match="in the future"):
         check_not_future(now + timedelta(hours=1), now, "--at")
+
+
+@pytest.mark.parametrize(
+    ("duration", "text"),
+    [
+        (timedelta(minutes=10), "10m"),
+        (timedelta(hours=6), "6h"),
+        (timedelta(days=1), "1d"),
+        (timedelta(weeks=2), "2w"),
+        (timedelta(seconds=90), "90s"),
+        (timedelta(seconds=90.5), "90.5s"),
+        (timedelta(0), "0s"),
+    ],
+)
+def test_a_duration_is_written_in_its_largest_whole_unit(duration, text):
+    assert format_duration(duration) == text
+
+
+@given(st.timedeltas(min_value=timedelta(0), max_value=MAX_DURATION))
+def test_a_written_duration_reads_back_as_itself(duration):
+    assert parse_duration(format_duration(duration)) == duration

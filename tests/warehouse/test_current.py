@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pipeline.catalog import get_catalog
 from pipeline.collection.collect import run_collection
-from pipeline.market.figures import gpu_figures
+from pipeline.market.catalog_figures import gpu_figures
 from tests.conftest import FIXTURES, OBSERVED_AT
 from warehouse import OfferFilters, Warehouse
 from warehouse.current import CurrentOffers

@@ -11,7 +11,7 @@ from pydantic import TypeAdapter
 from api.rest.routes.offers import OFFER_JSON, _split_array, write_offers
 from api.rest.schemas import OfferOut
 from pipeline.catalog import get_catalog
-from pipeline.market.figures import gpu_figures
+from pipeline.market.catalog_figures import gpu_figures
 from tests.pipeline.collection.test_eu_clouds import AT, EUROPEANS, collect
 from tests.search_market import collect_market
 from warehouse.current import CurrentOffers
