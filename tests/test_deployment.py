@@ -174,4 +174,4 @@ def test_make_run_installs_only_what_running_needs_and_make_test_adds_the_dev_to
     run = _make_dry_run("run", tmp_path)
     assert "pip install --quiet -e '.[lake]'" in run and "dev" not in run
     assert "gpuprices serve" in run
-    assert "pip install --quiet -e '.[dev,lake]'" in _make_dry_run("test", tmp_path)
+    assert "pip install --quiet -e '.[dev,lake,docs]'" in _make_dry_run("test", tmp_path)
