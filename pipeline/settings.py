@@ -47,9 +47,12 @@ DEFAULT_INTERVALS: Mapping[str, timedelta] = {
     "ovhcloud": timedelta(hours=6),
     "verda": timedelta(hours=1),
     "hetzner": timedelta(hours=6),
+    "aws": timedelta(hours=1),
+    "azure": timedelta(hours=1),
 }
 """Collection intervals per provider (Vast.ai 10 min, RunPod and Lambda 15, CoreWeave 6 h;
-Scaleway and Verda 1 h, OVHcloud (an ~8 MB catalog) and Hetzner 6 h) and per rate source (the
+Scaleway and Verda 1 h, OVHcloud (an ~8 MB catalog) and Hetzner 6 h; AWS and Azure 1 h, for
+their spot prices: their list prices change rarely, one run reads both) and per rate source (the
 ECB publishes once per working day)."""
 FALLBACK_INTERVAL = timedelta(minutes=15)
 
