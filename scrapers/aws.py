@@ -45,7 +45,7 @@ from scrapers.base import Credentials, data_rows, fetch_bytes
 from scrapers.batch import OfferBatch
 from scrapers.errors import ProviderHTTPError, ProviderPayloadError
 from scrapers.machines import Machine, machines_of
-from scrapers.models import ParseResult, Pricing, json_raw, reason_of
+from scrapers.models import ParseResult, Pricing, reason_of
 
 NAME = "aws"
 URL = (
@@ -128,7 +128,9 @@ def _decoded(answer: bytes | str) -> Any:
     try:
         return orjson.loads(wrapped["body"] if wrapped else raw)
     except orjson.JSONDecodeError as exc:
-        raise ProviderPayloadError(f"{NAME}: an answer is not JSON or callback(JSON) ({exc})")
+        raise ProviderPayloadError(
+            f"{NAME}: an answer is not JSON or callback(JSON) ({exc})"
+        ) from exc
 
 
 def _answers(payload: bytes) -> list[Any]:
