@@ -55,3 +55,16 @@ def test_one_recorded_answer_alone_gives_its_own_kind_of_offers(db_path):
     result = runner.invoke(app, ["collect", "--replay", f"aws={spot}", "--db", str(db_path)])
     assert result.exit_code == 0, result.output
     assert {o["pricing"] for o in offers(db_path, "--gpu", "H100-80GB")} == {"spot"}
+
+
+def test_providers_and_the_page_list_the_clouds(db):
+    from fastapi.testclient import TestClient
+
+    from api.app import create_app
+    from pipeline.settings import Settings
+
+    with TestClient(create_app(Settings(db=db, scheduler=False))) as client:
+        providers = {p["provider"]: p for p in client.get("/providers").json()["providers"]}
+        page = client.get("/", params={"gpu": "H100-80GB"}).text
+    assert providers["aws"]["last_status"] == providers["azure"]["last_status"] == "ok"
+    assert "aws" in page and "azure" in page
