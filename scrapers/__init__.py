@@ -61,6 +61,8 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "ovhcloud",
         "verda",
         "hetzner",
+        "aws",
+        "azure",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate

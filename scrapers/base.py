@@ -34,18 +34,21 @@ from scrapers.models import ParseResult
 __all__ = [
     "DEFAULT_TIMEOUT",
     "REGION_COLUMNS",
+    "REPLAY_HEADER",
     "USER_AGENT",
     "Credentials",
     "ProviderModule",
     "RetryTransport",
     "build_client",
     "credentials_from_env",
+    "data_rows",
     "fetch_bytes",
     "in_price_index",
     "interruptible_sleep",
     "is_rate_source",
     "listed_only",
     "regions",
+    "is_replay",
     "replay_handler",
     "parse_retry_after",
 ]
@@ -61,6 +64,9 @@ BACKOFF_BASE_S = 2.0
 MAX_WAIT_S = 60.0
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 """A provider request's timeout unless its module needs longer (OVHcloud's ~8 MB catalog)."""
+REPLAY_HEADER = "X-Gpuprices-Replay"
+"""Set on the client that replays one recorded answer: a paging fetch stops after the first page
+(a recorded page ends the listing; its next-page link is not followed)."""
 MAX_RETRY_AFTER = timedelta(days=1)
 """A longer (or absurd) `Retry-After` is read as this; callers clamp it further."""
 
@@ -145,6 +151,17 @@ def replay_handler(module: object) -> Callable[[Any], Callable[[httpx.Request], 
     if handler is None:
         raise ValueError(f"{getattr(module, 'NAME', module)} replays one file, not a directory")
     return handler  # type: ignore[no-any-return]
+
+
+def is_replay(client: httpx.Client) -> bool:
+    """Whether `client` replays one recorded answer (`REPLAY_HEADER`), never the network."""
+    return REPLAY_HEADER in client.headers
+
+
+def data_rows(name: str) -> list[dict[str, str]]:
+    """The rows of `scrapers/data/<name>.csv` (a provider's table, each row with its source)."""
+    text = resources.files("scrapers").joinpath("data", f"{name}.csv").read_text("utf-8")
+    return list(csv.DictReader(text.splitlines()))
 
 
 def credentials_from_env(provider: ProviderModule, env: Mapping[str, str]) -> Credentials | None:

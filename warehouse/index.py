@@ -43,6 +43,8 @@ class IndexFilters:
     until: datetime
     form_factor: str | None = None
     """None: every form factor of the GPU counts (one value per provider: its cheapest)."""
+    excluded_providers: frozenset[str] = frozenset()
+    """Providers the methodology leaves out (their rollups stay, for a later methodology)."""
 
 
 def _where(f: IndexFilters, params: list[Any]) -> str:
@@ -53,8 +55,10 @@ def _where(f: IndexFilters, params: list[Any]) -> str:
         "t >= ?",
         "t < ?",
         "price_per_gpu_hour IS NOT NULL",
+        "provider NOT IN (SELECT unnest(?::VARCHAR[]))",
     ]
-    params += [f.interval, list(f.pricings), sorted(f.gpus), f.since, f.until]
+    params += [f.interval, list(f.pricings), sorted(f.gpus), f.since, f.until,
+               sorted(f.excluded_providers)]  # fmt: skip
     if f.form_factor is not None:
         where.append("form_factor = ?")
         params.append(f.form_factor)
@@ -86,8 +90,11 @@ def index_points(conn: duckdb.DuckDBPyConnection, f: IndexFilters) -> list[dict[
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
-def index_latest(conn: duckdb.DuckDBPyConnection, interval: str) -> list[dict[str, Any]]:
-    """Per (gpu, pricing): the index value of its latest bucket with a contribution."""
+def index_latest(
+    conn: duckdb.DuckDBPyConnection, interval: str, excluded: frozenset[str] = frozenset()
+) -> list[dict[str, Any]]:
+    """Per (gpu, pricing): the index value of its latest bucket with a contribution, providers
+    in `excluded` left out."""
     cursor = conn.execute(
         """
         SELECT gpu, pricing, arg_max(value, t) AS value, max(t) AS t FROM (
@@ -95,13 +102,14 @@ def index_latest(conn: duckdb.DuckDBPyConnection, interval: str) -> list[dict[st
                 SELECT gpu, pricing, t, provider, min(price_per_gpu_hour) AS price_per_gpu_hour
                 FROM index_rollups
                 WHERE bucket_interval = ? AND price_per_gpu_hour IS NOT NULL
+                  AND provider NOT IN (SELECT unnest(?::VARCHAR[]))
                   AND t >= (SELECT max(t) FROM index_rollups WHERE bucket_interval = ?)
                            - INTERVAL 2 DAY
                 GROUP BY ALL
             ) GROUP BY ALL
         ) GROUP BY ALL ORDER BY ALL
         """,
-        [interval, interval],
+        [interval, sorted(excluded), interval],
     )
     columns = [d[0] for d in cursor.description]
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
@@ -114,10 +122,12 @@ def contributions(
     interval: str,
     t: datetime,
     form_factor: str | None,
+    excluded: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
-    """Each provider's rows in one bucket: its last good snapshot there and, per GPU and form
-    factor, the cheapest available price (NULL when none was available) and its offer."""
-    params: list[Any] = [interval, t, pricing, sorted(gpus)]
+    """Each provider's rows in one bucket (but those in `excluded`): its last good snapshot there
+    and, per GPU and form factor, the cheapest available price (NULL when none was available)
+    and its offer."""
+    params: list[Any] = [interval, t, pricing, sorted(gpus), sorted(excluded)]
     extra = ""
     if form_factor is not None:
         extra = " AND form_factor = ?"
@@ -126,7 +136,8 @@ def contributions(
         f"""
         SELECT provider, run_id, observed_at, gpu, form_factor, price_per_gpu_hour, offer_id
         FROM index_rollups
-        WHERE bucket_interval = ? AND t = ? AND pricing = ? AND gpu IN (SELECT unnest(?)){extra}
+        WHERE bucket_interval = ? AND t = ? AND pricing = ? AND gpu IN (SELECT unnest(?))
+          AND provider NOT IN (SELECT unnest(?::VARCHAR[])){extra}
         ORDER BY provider, price_per_gpu_hour NULLS LAST, gpu, form_factor
         """,
         params,

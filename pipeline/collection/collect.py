@@ -40,7 +40,7 @@ from scrapers import (
     ProviderModule,
     build_client,
 )
-from scrapers.base import credentials_from_env, is_rate_source, replay_handler
+from scrapers.base import REPLAY_HEADER, credentials_from_env, is_rate_source, replay_handler
 from scrapers.models import ParseResult, Reject
 from warehouse import RunRow, Warehouse, WarehouseError
 from warehouse.quality import insert_quality
@@ -80,7 +80,9 @@ def _replay_client(provider: ProviderModule, replay: Path) -> httpx.Client:
             raise ProviderError(str(exc)) from None
         return build_client(httpx.MockTransport(handler))
     body = replay.read_bytes()
-    return build_client(httpx.MockTransport(lambda request: httpx.Response(200, content=body)))
+    client = build_client(httpx.MockTransport(lambda request: httpx.Response(200, content=body)))
+    client.headers[REPLAY_HEADER] = "1"  # one recorded answer: its next-page link ends the listing
+    return client
 
 
 def _credentials(

@@ -22,6 +22,8 @@ from pipeline.errors import PipelineError
 from pipeline.market.history import ExportFormat, export_sql
 from pipeline.market.scope import Name, OfferScope, resolve
 from pipeline.timeparse import UtcDateTime
+from scrapers import PROVIDERS
+from scrapers.base import in_price_index
 from scrapers.models import Pricing
 from warehouse import Warehouse
 from warehouse import index as wi
@@ -29,6 +31,7 @@ from warehouse import index as wi
 __all__ = [
     "INDEX_SCOPE",
     "METHODOLOGY",
+    "OUTSIDE_INDEX",
     "ExplainQuery",
     "IndexQuery",
     "explain_index",
@@ -41,6 +44,12 @@ __all__ = [
 ]
 
 METHODOLOGY = "v1"
+OUTSIDE_INDEX = frozenset(
+    name for name, module in PROVIDERS.items() if not in_price_index(module)
+)
+"""Providers methodology v1 leaves out (`IN_PRICE_INDEX = False`: the hyperscalers' list prices
+would move its medians); their offers are listed and compared, never in the index."""
+NOT_IN_METHODOLOGY = "not in methodology v1"
 INDEX_SCOPE = frozenset({"gpu", "pricing", "form_factor"})
 """The index is per GPU, pricing and (optionally) form factor: no place or node filters."""
 IndexInterval = Literal["1h", "1d"]
@@ -105,6 +114,7 @@ def index_filters(
         since=since,
         until=until,
         form_factor=str(query.form_factor) if query.form_factor else None,
+        excluded_providers=OUTSIDE_INDEX,
     )
 
 
@@ -147,7 +157,9 @@ def explain_index(
     form_factor = str(query.form_factor) if query.form_factor else None
     t = wi.bucket_start(query.t, query.interval)
     with warehouse.cursor() as cur:
-        rows = wi.contributions(cur, frozenset({gpu}), pricing, query.interval, t, form_factor)
+        rows = wi.contributions(
+            cur, frozenset({gpu}), pricing, query.interval, t, form_factor, OUTSIDE_INDEX
+        )
         end = t + wi.INDEX_INTERVALS[query.interval]
         runs = {r["provider"]: r for r in wi.bucket_runs(cur, t, end)}
         providers = wi.known_providers(cur)
@@ -168,8 +180,11 @@ def explain_index(
             continue
         run = runs.get(provider)
         reason = (
-            NO_SNAPSHOT if run is None else FAILED_RUN if not run["good"] else NO_AVAILABLE_OFFER
-        )
+            NOT_IN_METHODOLOGY if provider in OUTSIDE_INDEX
+            else NO_SNAPSHOT if run is None
+            else FAILED_RUN if not run["good"]
+            else NO_AVAILABLE_OFFER
+        )  # fmt: skip
         excluded.append(
             {
                 "provider": provider,
@@ -210,7 +225,7 @@ def index_change(
     form_factor = str(scope.form_factor) if scope.form_factor else None
     f = wi.IndexFilters(
         frozenset({gpu}), (pricing,), "1h", now - within - timedelta(days=1), now + INCLUDE_NOW,
-        form_factor,
+        form_factor, OUTSIDE_INDEX,
     )  # fmt: skip
     with warehouse.cursor() as cur:
         points = {p["t"]: p["value"] for p in wi.index_points(cur, f)}
@@ -234,4 +249,4 @@ def index_change(
 def latest_index_values(warehouse: Warehouse) -> list[dict[str, Any]]:
     """`{gpu, pricing, value, t}`: the latest hourly index value of every GPU and pricing."""
     with warehouse.cursor() as cur:
-        return wi.index_latest(cur, "1h")
+        return wi.index_latest(cur, "1h", OUTSIDE_INDEX)

@@ -26,7 +26,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field
 
 from pipeline.catalog import Catalog
-from pipeline.market.index import INDEX_SCOPE, METHODOLOGY, one_gpu
+from pipeline.market.index import INDEX_SCOPE, METHODOLOGY, OUTSIDE_INDEX, one_gpu
 from pipeline.market.scope import Name, OfferScope, split_names
 from scrapers.models import Pricing
 from warehouse import Warehouse
@@ -106,7 +106,9 @@ def market_outlook(
     form_factor = str(query.form_factor) if query.form_factor else None
 
     def filters(interval: str) -> wi.IndexFilters:
-        return wi.IndexFilters(frozenset({gpu}), (pricing,), interval, since, until, form_factor)
+        return wi.IndexFilters(
+            frozenset({gpu}), (pricing,), interval, since, until, form_factor, OUTSIDE_INDEX
+        )
 
     with warehouse.cursor() as cur:
         daily = [(p["t"], p["value"]) for p in wi.index_points(cur, filters("1d"))]

@@ -12,9 +12,10 @@ def test_defaults_collect_every_provider_at_its_documented_interval():
     assert settings.db == DEFAULT_DB
     assert settings.providers == [
         "ecb", "vastai", "runpod", "lambda", "coreweave", "scaleway", "ovhcloud", "verda",
-        "hetzner",
+        "hetzner", "aws", "azure",
     ]  # fmt: skip
     assert settings.interval("ecb") == timedelta(days=1)
+    assert settings.interval("aws") == settings.interval("azure") == timedelta(hours=1)
     assert settings.interval("scaleway") == settings.interval("verda") == timedelta(hours=1)
     assert settings.interval("ovhcloud") == settings.interval("hetzner") == timedelta(hours=6)
     assert settings.interval("vastai") == timedelta(minutes=10)
@@ -63,7 +64,7 @@ def test_config_file_from_the_environment(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"providers": ["aws"]}, "unknown provider 'aws'"),
+        ({"providers": ["nosuchcloud"]}, "unknown provider 'nosuchcloud'"),
         ({"intervals": {"vastai": "soon"}}, "not a duration"),
         ({"port": 0}, "port"),
     ],

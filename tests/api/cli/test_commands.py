@@ -73,7 +73,7 @@ def test_collect_reports_each_rejected_record(db_path, tmp_path):
     [
         (["--replay", "vastai"], "is not NAME=FILE"),
         (["--replay", "vastai=/no/such/file"], "no such file"),
-        (["--replay", f"aws={VAST}"], "unknown provider 'aws'"),
+        (["--replay", f"nosuchcloud={VAST}"], "unknown provider 'nosuchcloud'"),
         (["--at", "yesterday", "--replay", f"vastai={VAST}"], "is not ISO 8601"),
         (["--at", "2026-01-01T00:00:00", "--replay", f"vastai={VAST}"], "no timezone"),
     ],

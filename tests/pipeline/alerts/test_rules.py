@@ -121,7 +121,7 @@ def test_a_price_rule_needs_a_known_gpu_and_a_positive_threshold():
 def test_a_rule_names_only_known_providers_and_fields_of_its_kind():
     with pytest.raises(UnknownProviderError):
         validate_spec(
-            spec(gpu="H100", below_price_per_gpu_hour=2.0, providers=("aws",)),
+            spec(gpu="H100", below_price_per_gpu_hour=2.0, providers=("nosuchcloud",)),
             allow_private=True,
         )
     with pytest.raises(InvalidAlertError, match="below_price_per_gpu_hour"):

@@ -167,7 +167,8 @@ def test_providers_lists_the_eight_providers_and_the_rate_source_with_interval_a
     finally:
         collector.shutdown()
     by_name = {f.provider: f for f in listed}
-    assert set(by_name) == {"ecb", "vastai", "runpod", "lambda", "coreweave", *EUROPEANS}
+    assert set(by_name) == {"ecb", "vastai", "runpod", "lambda", "coreweave", *EUROPEANS, "aws",
+                            "azure"}  # fmt: skip
     assert all(f.interval_seconds and f.next_run_at for f in listed)
     assert (by_name["ecb"].kind, by_name["ecb"].last_rate_date) == ("rates", date(2026, 11, 27))
     assert by_name["ecb"].interval_seconds == timedelta(days=1).total_seconds()
@@ -216,9 +217,7 @@ def test_european_gpu_names_resolve_through_the_catalog(raw, vram_gb, gpu, form_
     assert (resolution.form_factor.value if resolution.form_factor else None) == form_factor
 
 
-def test_the_http_api_shows_currency_on_offers_and_the_rate_source_on_providers(
-    collected, db_path
-):
+def test_the_http_api_shows_currency_on_offers_and_the_rate_source_on_providers(collected, db_path):
     from fastapi.testclient import TestClient
 
     from api.app import create_app

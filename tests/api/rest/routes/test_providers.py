@@ -84,7 +84,7 @@ def test_quality_lists_quarantined_records_with_reason_and_raw(app_client, colle
 
 
 def test_quality_for_an_unknown_provider_is_422(app_client):
-    assert app_client.get("/quality", params={"provider": "aws"}).status_code == 422
+    assert app_client.get("/quality", params={"provider": "nosuchcloud"}).status_code == 422
 
 
 def test_readyz_without_scheduler_is_ready_with_provider_freshness(app_client):
