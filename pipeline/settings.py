@@ -47,9 +47,12 @@ DEFAULT_INTERVALS: Mapping[str, timedelta] = {
     "ovhcloud": timedelta(hours=6),
     "verda": timedelta(hours=1),
     "hetzner": timedelta(hours=6),
+    "gcp": timedelta(hours=12),
+    "oci": timedelta(hours=24),
 }
 """Collection intervals per provider (Vast.ai 10 min, RunPod and Lambda 15, CoreWeave 6 h;
-Scaleway and Verda 1 h, OVHcloud (an ~8 MB catalog) and Hetzner 6 h) and per rate source (the
+Scaleway and Verda 1 h, OVHcloud (an ~8 MB catalog) and Hetzner 6 h; the published price lists of
+Google Cloud 12 h and Oracle 24 h, which change a few times a year) and per rate source (the
 ECB publishes once per working day)."""
 FALLBACK_INTERVAL = timedelta(minutes=15)
 

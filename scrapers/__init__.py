@@ -5,7 +5,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import cast
 
-from scrapers import coreweave, ecb, hetzner, lambdalabs, ovhcloud, runpod, scaleway, vastai, verda
+from scrapers import (
+    coreweave,
+    ecb,
+    gcp,
+    hetzner,
+    lambdalabs,
+    oci,
+    ovhcloud,
+    runpod,
+    scaleway,
+    vastai,
+    verda,
+)
 from scrapers.base import (
     USER_AGENT,
     Credentials,
@@ -45,7 +57,19 @@ __all__ = [
 
 PROVIDERS: Mapping[str, ProviderModule] = {
     module.NAME: cast(ProviderModule, module)
-    for module in (ecb, vastai, runpod, lambdalabs, coreweave, scaleway, ovhcloud, verda, hetzner)
+    for module in (
+        ecb,
+        vastai,
+        runpod,
+        lambdalabs,
+        coreweave,
+        scaleway,
+        ovhcloud,
+        verda,
+        hetzner,
+        gcp,
+        oci,
+    )
 }
 """Every collected source: the providers of offers and the rate source `ecb`
 (`scrapers.base.is_rate_source`), which stores exchange rates and yields no offers."""
