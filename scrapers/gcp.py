@@ -157,7 +157,7 @@ def _page(body: bytes, page: int) -> dict[str, Any]:
     try:
         answer = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise ProviderPayloadError(f"{NAME}: page {page} is not JSON ({exc})") from exc
+        raise ProviderPayloadError(f"{NAME}: page {page} is not a JSON skus page ({exc})") from exc
     if not isinstance(answer, dict) or not isinstance(answer.get("skus"), list):
         raise ProviderPayloadError(f"{NAME}: page {page} has no 'skus' list")
     return answer
