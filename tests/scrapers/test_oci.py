@@ -88,7 +88,8 @@ def test_fetch_needs_no_key_and_asks_for_usd(respx_mock, client_factory):
 
 @respx.mock(assert_all_mocked=True)
 def test_fetch_retries_429_then_succeeds_and_fails_on_a_lasting_5xx(respx_mock, client_factory):
-    respx_mock.get(oci.URL).mock(side_effect=[httpx.Response(429), httpx.Response(200, content=BODY)])
+    answers = [httpx.Response(429), httpx.Response(200, content=BODY)]
+    respx_mock.get(oci.URL).mock(side_effect=answers)
     with client_factory() as client:
         assert oci.fetch(client, None) == BODY
     respx_mock.get(oci.URL).mock(return_value=httpx.Response(502))
