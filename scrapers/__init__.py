@@ -63,6 +63,8 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "hetzner",
         "aws",
         "azure",
+        "gcp",
+        "oci",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate

@@ -12,7 +12,7 @@ def test_defaults_collect_every_provider_at_its_documented_interval():
     assert settings.db == DEFAULT_DB
     assert settings.providers == [
         "ecb", "vastai", "runpod", "lambda", "coreweave", "scaleway", "ovhcloud", "verda",
-        "hetzner", "aws", "azure",
+        "hetzner", "aws", "azure", "gcp", "oci",
     ]  # fmt: skip
     assert settings.interval("ecb") == timedelta(days=1)
     assert settings.interval("aws") == settings.interval("azure") == timedelta(hours=1)
@@ -21,6 +21,8 @@ def test_defaults_collect_every_provider_at_its_documented_interval():
     assert settings.interval("vastai") == timedelta(minutes=10)
     assert settings.interval("runpod") == settings.interval("lambda") == timedelta(minutes=15)
     assert settings.interval("coreweave") == timedelta(hours=6)
+    assert settings.interval("gcp") == timedelta(hours=12)
+    assert settings.interval("oci") == timedelta(hours=24)
     assert settings.stale_threshold("vastai") == timedelta(minutes=30)
     assert settings.retention == timedelta(days=90)
 

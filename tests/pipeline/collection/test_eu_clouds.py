@@ -156,7 +156,7 @@ def test_the_latest_rate_on_or_before_the_observation_is_used_and_over_7_days_is
     assert answer.offers and all(o["stale"] for o in answer.offers)  # a 9-day-old rate
 
 
-def test_providers_lists_the_eight_providers_and_the_rate_source_with_interval_and_next_run(
+def test_providers_lists_every_provider_and_the_rate_source_with_interval_and_next_run(
     collected, client_factory
 ):
     settings = Settings()
@@ -167,8 +167,9 @@ def test_providers_lists_the_eight_providers_and_the_rate_source_with_interval_a
     finally:
         collector.shutdown()
     by_name = {f.provider: f for f in listed}
-    assert set(by_name) == {"ecb", "vastai", "runpod", "lambda", "coreweave", *EUROPEANS, "aws",
-                            "azure"}  # fmt: skip
+    clouds = {"aws", "azure", "gcp", "oci"}
+    assert set(by_name) == {"ecb", "vastai", "runpod", "lambda", "coreweave", *EUROPEANS, *clouds}
+    assert by_name["oci"].interval_seconds == timedelta(hours=24).total_seconds()
     assert all(f.interval_seconds and f.next_run_at for f in listed)
     assert (by_name["ecb"].kind, by_name["ecb"].last_rate_date) == ("rates", date(2026, 11, 27))
     assert by_name["ecb"].interval_seconds == timedelta(days=1).total_seconds()

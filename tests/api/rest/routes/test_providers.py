@@ -105,3 +105,13 @@ def test_secrets_are_never_returned(db_path, collected, monkeypatch, respx_mock)
         assert respx_mock.calls.call_count == 1
         for path in ("/providers", "/readyz", "/offers", "/quality", "/openapi.json"):
             assert "sk-do-not-leak" not in client.get(path).text
+
+
+def test_providers_reports_google_cloud_and_oracle_after_their_replays(collected, db_path, clock):
+    replays = {"gcp": FIXTURES / "gcp_skus", "oci": FIXTURES / "oci_products.json"}
+    run_collection(list(replays), collected, replays=replays, now=lambda: OBSERVED_AT)
+    with TestClient(create_app(Settings(db=db_path, scheduler=False), collected,
+                               clock=clock)) as client:  # fmt: skip
+        providers = {p["provider"]: p for p in client.get("/providers").json()["providers"]}
+    assert {"gcp", "oci"} <= set(providers)
+    assert providers["gcp"]["offer_count"] > 0 and providers["oci"]["offer_count"] > 0

@@ -1,0 +1,182 @@
+"""Oracle Cloud: GPU shapes from Oracle's public price list (the cost estimator's product API).
+
+Quirks (tests/fixtures/README.md for the recording):
+- `GET https://apexapps.oracle.com/pls/apex/cetools/api/v1/products/?currencyCode=USD` answers
+  every product of the list in one JSON document `{"lastUpdated", "items": [...]}` with no key
+  (getcomputable/gpu-index `observatory/sources/oracle.py` reads the same). An item has a
+  `partNumber`, `displayName`, `metricName`, `serviceCategory` and
+  `currencyCodeLocalizations[].prices[]` with a `model` (`PAY_AS_YOU_GO`) and a `value`.
+- GPU compute is priced per GPU-hour (`metricName` `GPU Per Hour`, `serviceCategory`
+  `Compute - GPU`), all-in (the shape's CPUs and memory included). Display names are
+  inconsistent ("Oracle Cloud Infrastructure - Compute - GPU - H100", "Compute - GPU - A100 -
+  v2"), so parts are matched by part number: `scrapers/data/oci_shapes.csv` names, with sources,
+  the shapes each part prices (B98415: BM.GPU.H100.8, 8 x H100 80GB SXM). A GPU-hour part of
+  `Compute - GPU` missing from the table is a reject naming it; NVIDIA AI Enterprise licences
+  (an add-on per GPU-hour, not a machine), Cloud@Customer, VMware and the `Compute - GPU - Other`
+  category are not offers.
+- No spot: the list has no preemptible prices (Oracle's preemptible capacity is a discount not
+  published per part), so every offer is on-demand.
+- The price is the same in every commercial region. Each shape is listed once per region of
+  `scrapers/data/oci_regions.csv` (Oracle's regions offering GPU shapes), not once without a
+  region: a buyer filtering by jurisdiction (`--jurisdiction eea`) then sees Oracle's Frankfurt
+  and Amsterdam offers, where a region-less offer would have no country and be left out. The
+  list does not say which shape a region stocks: these offers mean "published at this price,
+  orderable in this region on request", like every `LISTED_ONLY` provider.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import httpx
+import orjson
+
+from scrapers.base import Credentials, fetch_bytes
+from scrapers.batch import OfferBatch
+from scrapers.errors import ProviderPayloadError
+from scrapers.models import FormFactor, ParseResult, Pricing, json_raw, reason_of
+
+NAME = "oci"
+ENV_KEY: str | None = None
+KEY_REQUIRED = False  # a public price list
+URL = "https://apexapps.oracle.com/pls/apex/cetools/api/v1/products/?currencyCode=USD"
+INTERVAL = timedelta(hours=24)
+"""Oracle's list prices change a few times a year and its document is large: once a day."""
+CURRENCY = "USD"
+LISTED_ONLY = True  # a published price list: listed at a price, not rentable-now stock
+IN_PRICE_INDEX = False  # kept out of index methodology v1
+TIMEOUT = httpx.Timeout(60.0, connect=10.0)  # the whole list in one answer
+GPU_METRIC = "GPU Per Hour"
+GPU_CATEGORY = "Compute - GPU"
+PAY_AS_YOU_GO = "PAY_AS_YOU_GO"
+NOT_MACHINES = ("NVIDIA AI Enterprise",)  # licence add-ons billed per GPU-hour
+SHAPES_FILE = "data/oci_shapes.csv"
+REGIONS_FILE = "data/oci_regions.csv"
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """One row of `oci_shapes.csv`: a shape a part number prices per GPU-hour."""
+
+    part_number: str
+    name: str
+    gpu_count: int
+    gpu_raw: str
+    vram_gb: float
+    form_factor: FormFactor | None
+    vcpus: float | None
+    ram_gb: float | None
+
+
+def _rows(file: str) -> list[dict[str, str]]:
+    text = resources.files("scrapers").joinpath(file).read_text(encoding="utf-8")
+    return list(csv.DictReader(text.splitlines()))
+
+
+@cache
+def shapes() -> dict[str, list[Shape]]:
+    """The shapes each part number prices, from the data file."""
+    table: dict[str, list[Shape]] = {}
+    for row in _rows(SHAPES_FILE):
+        table.setdefault(row["part_number"], []).append(
+            Shape(
+                part_number=row["part_number"],
+                name=row["shape"],
+                gpu_count=int(row["gpu_count"]),
+                gpu_raw=row["gpu_raw"],
+                vram_gb=float(row["vram_gb"]),
+                form_factor=FormFactor(row["form_factor"]) if row["form_factor"] else None,
+                vcpus=float(row["vcpus"]) if row["vcpus"] else None,
+                ram_gb=float(row["ram_gb"]) if row["ram_gb"] else None,
+            )
+        )
+    return table
+
+
+@cache
+def regions() -> dict[str, dict[str, str]]:
+    """Oracle's regions offering GPU shapes, with country and continent (`oci_regions.csv`)."""
+    return {row["region"]: row for row in _rows(REGIONS_FILE)}
+
+
+def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
+    return fetch_bytes(client, "GET", URL, provider=NAME, timeout=TIMEOUT,
+                       headers={"Accept": "application/json"})  # fmt: skip
+
+
+def parse(payload: bytes, observed_at: datetime) -> ParseResult:
+    try:
+        body = orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise ProviderPayloadError(f"{NAME}: body is not JSON ({exc})") from exc
+    items = body.get("items") if isinstance(body, dict) else None
+    if not isinstance(items, list):
+        raise ProviderPayloadError(f"{NAME}: body has no 'items' list of products")
+    batch = OfferBatch(
+        NAME, observed_at, raw_of=lambda i: json_raw(items[i]),
+        id_of=lambda i: items[i].get("partNumber") if isinstance(items[i], dict) else None,
+    )  # fmt: skip
+    for i, item in enumerate(items):
+        if not _is_gpu_machine(item):
+            continue
+        try:
+            batch.add(i, _offers_of(item))
+        except (KeyError, TypeError, ValueError) as exc:
+            batch.reject(i, reason_of(exc))
+    return batch.finish()
+
+
+def _is_gpu_machine(item: Any) -> bool:
+    return (
+        isinstance(item, dict)
+        and item.get("metricName") == GPU_METRIC
+        and item.get("serviceCategory") == GPU_CATEGORY
+        and not any(word in str(item.get("displayName", "")) for word in NOT_MACHINES)
+    )
+
+
+def _usd_pay_as_you_go(item: dict[str, Any]) -> float:
+    for localization in item["currencyCodeLocalizations"]:
+        if localization.get("currencyCode") != CURRENCY:
+            continue
+        for price in localization.get("prices") or ():
+            if price.get("model") == PAY_AS_YOU_GO:
+                value = price["value"]
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    raise TypeError(f"{PAY_AS_YOU_GO} value is not a number: {value!r}")
+                return float(value)
+    raise ValueError(f"no {CURRENCY} {PAY_AS_YOU_GO} price")
+
+
+def _offers_of(item: dict[str, Any]) -> list[dict[str, Any]]:
+    part = item["partNumber"]
+    found = shapes().get(part)
+    if not found:
+        raise ValueError(
+            f"GPU part {part} ({item.get('displayName')}) is not in scrapers/{SHAPES_FILE}"
+        )
+    price = _usd_pay_as_you_go(item)
+    return [
+        {
+            "offer_id": f"{shape.name}@{region}",
+            "gpu_raw": shape.gpu_raw,
+            "form_factor": shape.form_factor,
+            "gpu_count": shape.gpu_count,
+            "vram_gb": shape.vram_gb,
+            "pricing": Pricing.ON_DEMAND,
+            "price_per_gpu_hour": price,
+            "currency": CURRENCY,
+            "region": region,
+            "available": True,  # listed at a price; stock is not published
+            "vcpus": shape.vcpus,
+            "ram_gb": shape.ram_gb,
+            "tier": shape.name,
+        }
+        for shape in found
+        for region in regions()
+    ]
