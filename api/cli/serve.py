@@ -51,9 +51,7 @@ def _run(settings: Settings) -> None:
         write_address(db, settings.host, settings.port)
     try:
         uvicorn.run(
-            create_app(
-                settings, warehouse, on_shutdown=lambda: remove_address(db) if db else None
-            ),
+            create_app(settings, warehouse, on_shutdown=lambda: remove_address(db) if db else None),
             host=settings.host,
             port=settings.port,
             log_level="info",
@@ -134,7 +132,7 @@ def demo(
         raise PipelineError(f"the demo data of {', '.join(failed)} did not parse")
     err.print(
         f"demo ready: {len(reports)} runs. Open http://{settings.host}:{settings.port}/ "
-        f"(the API says \"demo\": true); other commands take --db {db}",
+        f'(the API says "demo": true); other commands take --db {db}',
         highlight=False,
     )
     if not build_only:

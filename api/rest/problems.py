@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pipeline.errors import PipelineError, WorkloadError
-from warehouse import WarehouseError
+from warehouse import DatabaseLockedError, WarehouseError
 
 __all__ = [
     "PROBLEM_MEDIA_TYPE",
@@ -137,7 +137,11 @@ async def _pipeline_error(request: Request, exc: Exception) -> Response:
 
 
 async def _warehouse_error(_request: Request, exc: Exception) -> Response:
-    return problem_response(503, str(exc))
+    """503 without the driver's words: they name the database's path or host (the log has them)."""
+    logger.warning("database error: %s", exc)
+    if isinstance(exc, DatabaseLockedError):
+        return problem_response(503, "The database is in use by another process; retry shortly")
+    return problem_response(503, "The database cannot answer now; the server log has the details")
 
 
 async def _server_error(_request: Request, exc: Exception) -> Response:
