@@ -78,11 +78,7 @@ def fill_demo(
     for back in range(count, -1, -1):
         at = end - step * back
         collected = collect(
-            list(bodies),
-            warehouse,
-            settings,
-            now=lambda at=at: at,
-            observed_at=at,
+            list(bodies), warehouse, settings, now=lambda at=at: at, observed_at=at,
             replays=bodies,
         )
         reports.extend(collected.reports)

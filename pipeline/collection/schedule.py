@@ -218,15 +218,8 @@ class Collector:
                 trigger="interval",
                 seconds=interval.total_seconds(),
                 jitter=min(self.settings.jitter_s, int(interval.total_seconds() / 10)) or None,
-                args=[
-                    provider,
-                    self._warehouse,
-                    self.settings,
-                    self.stop,
-                    self._client_factory,
-                    self._now,
-                    self.leases,
-                ],
+                args=[provider, self._warehouse, self.settings, self.stop,
+                      self._client_factory, self._now, self.leases],
                 id=f"collect:{provider}",
                 name=f"collect {provider}",
                 max_instances=1,
@@ -316,7 +309,9 @@ class Collector:
         soon = datetime.now(job.next_run_time.tzinfo) + delay if job and job.next_run_time else None
         if job is not None and soon is not None and soon < job.next_run_time:
             job.modify(next_run_time=soon)
-            logger.info("%s failed %d time(s) in a row; next try in %s", provider, failures, delay)
+            logger.info(
+                "%s failed %d time(s) in a row; next try in %s", provider, failures, delay
+            )
         self.failures[provider] = failures  # after the job moved (tests wait for this)
 
     @staticmethod

@@ -40,7 +40,9 @@ def test_another_machine_without_the_key_is_refused(warehouse, db_path):
 def test_with_a_key_set_the_key_is_needed_from_anywhere(warehouse, db_path):
     with client(warehouse, db_path, ELSEWHERE, api_key="s3cret") as api:
         assert api.post("/collections", files=[VAST]).status_code == 401
-        allowed = api.post("/collections", files=[VAST], headers={"Authorization": "Bearer s3cret"})
+        allowed = api.post(
+            "/collections", files=[VAST], headers={"Authorization": "Bearer s3cret"}
+        )
     assert allowed.status_code == 200 and allowed.json()["runs"][0]["status"] == "ok"
     with client(warehouse, db_path, LOOPBACK, api_key="s3cret") as api:
         assert api.post("/collections", files=[VAST]).status_code == 401
