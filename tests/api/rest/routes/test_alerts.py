@@ -68,6 +68,13 @@ def test_unsafe_targets_are_refused_with_422(strict_client, url):
     assert "Webhook" in response.json()["detail"]
 
 
+@pytest.mark.parametrize("url", ["https://xn--/", "https://[fec0::1]/", "https://a..b/"])
+def test_a_host_that_is_no_valid_public_name_is_a_422(strict_client, url):
+    response = strict_client.post("/alerts", json=price_alert(url), headers=AUTH)
+    assert response.status_code == 422, response.text
+    assert "Webhook" in response.json()["detail"]
+
+
 def test_a_name_resolving_to_a_public_address_is_accepted(strict_client):
     response = strict_client.post(
         "/alerts", json=price_alert("https://hooks.example.com/gpu"), headers=AUTH
