@@ -27,6 +27,11 @@ from scrapers import PROVIDERS, build_client
 
 __all__ = ["router"]
 
+MAX_FILE_NAME_CHARS = 255
+"""Longest replay file name accepted (`<provider>/<file>` included): a file system's limit."""
+SHOWN_NAME_CHARS = 64
+"""Characters of a refused file name repeated in the answer."""
+FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
 MAX_REPLAY_FILES = 200
 """One file per provider, or a provider's directory of answers (Scaleway: two per zone and page),
 each such file named `<provider>/<file>`."""
@@ -65,24 +70,49 @@ router = APIRouter(
     prefix="/collections",
     tags=["collections"],
     dependencies=[Depends(require_collector)],
-    responses=problems(401, 403, 409),
+    responses=problems(401, 403, 409, 415),
 )
+
+
+def _checked_file_name(upload: UploadFile) -> str:
+    """The upload's file name, refused before any use when no file system would take it."""
+    name = upload.filename or ""
+    shown = repr(name[:SHOWN_NAME_CHARS]) + ("…" if len(name) > SHOWN_NAME_CHARS else "")
+    if not name or len(name) > MAX_FILE_NAME_CHARS:
+        raise PipelineError(
+            f"replay file name {shown}: give a name of 1 to {MAX_FILE_NAME_CHARS} characters"
+        )
+    if any(not char.isprintable() for char in name):
+        raise PipelineError(f"replay file name {shown}: control characters are not allowed")
+    return name
 
 
 def _replay_name(upload: UploadFile) -> tuple[str, str | None]:
     """The provider a file replays, and its name inside the provider's directory of answers
     (`scaleway/servers-fr-par-2-1.json`), or None for a provider's one answer (`vastai.json`)."""
-    parts = PurePath(upload.filename or "").parts
+    filename = _checked_file_name(upload)
+    parts = PurePath(filename).parts
     if len(parts) == 2 and parts[0] in PROVIDERS and not parts[1].startswith("."):
         return parts[0], parts[1]
-    name = PurePath(upload.filename or "").name.split(".", 1)[0]
+    name = PurePath(filename).name.split(".", 1)[0]
     if len(parts) != 1 or name not in PROVIDERS:
         raise PipelineError(
-            f"replay file {upload.filename!r}: name each file after its provider "
+            f"replay file {filename[:SHOWN_NAME_CHARS]!r}: name each file after its provider "
             f"({', '.join(sorted(PROVIDERS))}), e.g. vastai.json, or <provider>/<file> for a "
             "provider that replays a directory of answers (scaleway)"
         )
     return name, None
+
+
+def _check_form(request: Request) -> None:
+    """415 for a body that is not a form (JSON, text): its fields would silently read as unset."""
+    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if kind not in FORM_TYPES:
+        raise HTTPException(
+            status_code=415,
+            detail="Send the request as a form: multipart/form-data with replay files, or "
+            "application/x-www-form-urlencoded with live=true",
+        )
 
 
 @router.post("", response_model=CollectionOut, summary="Collect now (or replay uploaded bodies)")
@@ -101,10 +131,17 @@ def post_collection(
         list[UploadFile] | None,
         File(description="Recorded answers, each named after its provider: vastai.json, ..."),
     ] = None,
+    live: Annotated[
+        bool,
+        Form(description="Fetch from the providers' real endpoints: `provider`, else the server's"),
+    ] = False,
 ) -> CollectionOut:
     """One collection, as `gpuprices collect` runs it: each provider in its own transaction,
-    then the alert rules (their webhooks go out from this server's outbox). With replay files,
-    only the replayed providers (plus any `provider`) are collected."""
+    then the alert rules (their webhooks go out from this server's outbox). Only what is asked
+    for runs: the replayed providers, and with `live=true` the `provider`s fetched live (all the
+    server's without replay files). A body that carries neither is a 422: a malformed form
+    never starts a collection."""
+    _check_form(request)
     uploads = replay or []
     if len(uploads) > MAX_REPLAY_FILES:
         raise PipelineError(f"at most {MAX_REPLAY_FILES} replay files")
@@ -120,6 +157,14 @@ def post_collection(
             raise PipelineError(
                 f"unknown provider '{name}' (known: {', '.join(sorted(PROVIDERS))})"
             )
+    fetched = [name for name in provider or [] if name not in named]
+    if not live and (fetched or not named):
+        raise PipelineError(
+            "nothing to collect: upload replay files (each named after its provider), or send "
+            "live=true to fetch "
+            + (", ".join(fetched) if fetched else "from the providers")
+            + " over the network"
+        )
     if named:
         names = list(dict.fromkeys([*named, *(provider or [])]))
     else:
