@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from pipeline.errors import PipelineError
+from pipeline.redaction import install_secret_masking
 from pipeline.settings import Settings
 from pipeline.timeparse import TimeParseError, parse_duration, parse_time_or_ago
 from scrapers import ProviderError
@@ -71,7 +72,10 @@ def load_settings(db: Path | None, config: Path | None = None, **overrides: obje
     given = {k: v for k, v in {"db": db, **overrides}.items() if v is not None}
     if db is not None:
         given["warehouse"] = None  # an explicit --db file wins over GPUPRICES_WAREHOUSE
-    return Settings.load(config, **given)
+    install_secret_masking()  # before anything can fail: the settings' own errors are logged too
+    settings = Settings.load(config, **given)
+    install_secret_masking(settings)  # and the keys of the settings file
+    return settings
 
 
 def open_existing(settings: Settings) -> Warehouse:
