@@ -38,6 +38,7 @@ def _run(settings: Settings) -> None:
     import uvicorn
 
     from api.app import create_app
+    from api.rest.connections import uvicorn_limits
     from api.rest.edge import tune_for_serving
 
     # fail here, with one line, if the file is held
@@ -55,7 +56,7 @@ def _run(settings: Settings) -> None:
             host=settings.host,
             port=settings.port,
             log_level="info",
-            timeout_graceful_shutdown=30,
+            **uvicorn_limits(settings),
         )
     finally:
         if db is not None:
