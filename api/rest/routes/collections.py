@@ -8,7 +8,6 @@ without one, only loopback clients may ask. An `api` replica answers 409: it nev
 
 from __future__ import annotations
 
-import ipaddress
 import tempfile
 from datetime import datetime
 from pathlib import Path, PurePath
@@ -17,7 +16,14 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, File, Form, HTTPException, Request, UploadFile
 from fastapi.security import HTTPAuthorizationCredentials
 
-from api.rest.deps import ClockDep, SettingsDep, WarehouseDep, bearer, require_api_key
+from api.rest.deps import (
+    ClockDep,
+    SettingsDep,
+    WarehouseDep,
+    bearer,
+    is_loopback,
+    require_api_key,
+)
 from api.rest.problems import problems
 from api.rest.schemas_collections import CollectionOut, collection_out
 from pipeline.collection.runs import collect
@@ -37,13 +43,6 @@ MAX_REPLAY_FILES = 200
 each such file named `<provider>/<file>`."""
 
 
-def _loopback(host: str | None) -> bool:
-    try:
-        return host is not None and ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 def require_collector(
     request: Request,
     settings: SettingsDep,
@@ -57,8 +56,8 @@ def require_collector(
             "POST /collections to a server whose role is `collector` or `all`",
         )
     if settings.api_key is not None:
-        require_api_key(settings, credentials)
-    elif not _loopback(request.client.host if request.client else None):
+        require_api_key(request, settings, credentials)
+    elif not is_loopback(request.client.host if request.client else None):
         raise HTTPException(
             status_code=403,
             detail="POST /collections is open to loopback clients only while no API key is set: "

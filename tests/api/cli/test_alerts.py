@@ -235,3 +235,14 @@ def test_collect_prints_its_summary_and_sends_the_other_alerts_when_one_rule_is_
     assert errors[healthy["id"]] is None and errors[broken["id"]].startswith("TypeError:")
     table = invoke("alerts", "list", "--db", db_path)
     assert table.stdout.count("last evaluation failed: TypeError:") == 1
+
+
+def test_adding_past_the_rule_limit_is_one_line_and_exit_1(db_path, local_hooks, monkeypatch):
+    monkeypatch.setenv("GPUPRICES_MAX_ALERT_RULES", "1")
+    add_price_alert(db_path, "http://127.0.0.1:9/hook")
+    result = invoke(
+        "alerts", "add", "--url", "http://127.0.0.1:9/hook", "--gpu", "H100", "--below", "2",
+        "--db", db_path,
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "GPUPRICES_MAX_ALERT_RULES" in result.output and "Traceback" not in result.output
