@@ -14,6 +14,7 @@ from starlette.types import Receive, Scope, Send
 from api.rest.docs import install_offline_docs
 from api.rest.edge import BodyLimitMiddleware, HeadAsGetMiddleware, known_query_only
 from api.rest.problems import install_problem_handlers
+from api.rest.security import SecurityHeadersMiddleware
 from api.rest.routes import (
     alerts,
     collections,
@@ -113,6 +114,7 @@ def create_app(
     install_problem_handlers(app)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(HeadAsGetMiddleware)
+    app.add_middleware(SecurityHeadersMiddleware)
     routers = (
         quotes, offers, history, index, gpus, providers, regions, metrics, health, alerts,
         collections,

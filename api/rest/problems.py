@@ -37,6 +37,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
+MAX_DETAIL_CHARS = 1000
+"""Longest `detail` answered (a sentence saying what to fix is far shorter)."""
 _FIELD_ERRORS_SHOWN = 3  # in `detail`; `errors` lists them all
 _DESCRIPTIONS = {
     400: "The body cannot be read as JSON text",
@@ -72,7 +74,10 @@ def problem_response(
     headers: Mapping[str, str] | None = None,
     extensions: Mapping[str, Any] | None = None,
 ) -> Response:
-    """A problem-details answer; `extensions` are extra members (RFC 9457 section 3.2)."""
+    """A problem-details answer; `extensions` are extra members (RFC 9457 section 3.2). A
+    `detail` past `MAX_DETAIL_CHARS` is cut: no message repeats a huge input whole."""
+    if len(detail) > MAX_DETAIL_CHARS:
+        detail = detail[: MAX_DETAIL_CHARS - 1] + "…"
     body: dict[str, Any] = {
         **(extensions or {}),
         "type": "about:blank",
