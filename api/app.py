@@ -14,7 +14,6 @@ from starlette.types import Receive, Scope, Send
 from api.rest.docs import install_offline_docs
 from api.rest.edge import BodyLimitMiddleware, HeadAsGetMiddleware, known_query_only
 from api.rest.problems import install_problem_handlers
-from api.rest.security import SecurityHeadersMiddleware
 from api.rest.routes import (
     alerts,
     collections,
@@ -28,6 +27,7 @@ from api.rest.routes import (
     quotes,
     regions,
 )
+from api.rest.security import SecurityHeadersMiddleware
 from api.web import route as web
 from pipeline.base import utc_now
 from pipeline.collection.schedule import Collector
