@@ -24,8 +24,10 @@ $(STAMP): $(RUN_STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,lake,docs]'
 	touch $(STAMP)
 
+# Listens on 127.0.0.1 (GPUPRICES_HOST=0.0.0.0 opens it to the network: set GPUPRICES_API_KEY
+# too, or /alerts and POST /collections answer loopback clients only).
 run: $(RUN_STAMP)
-	$(BIN)/gpuprices serve --host 0.0.0.0 --port 8000
+	$(BIN)/gpuprices serve --port 8000
 
 # The whole product offline: data/demo.duckdb filled from recorded answers shipped with the
 # package (two days of hourly history ending now), served on http://127.0.0.1:8000/ as demo data.

@@ -28,6 +28,7 @@ from api.rest.routes import (
     quotes,
     regions,
 )
+from api.rest.security import SecurityHeadersMiddleware
 from api.web import route as web
 from pipeline.base import utc_now
 from pipeline.collection.schedule import Collector
@@ -115,6 +116,7 @@ def create_app(
     install_problem_handlers(app)
     app.add_middleware(BodyLimitMiddleware)
     app.add_middleware(HeadAsGetMiddleware)
+    app.add_middleware(SecurityHeadersMiddleware)
     routers = (
         quotes, offers, history, index, gpus, providers, regions, metrics, health, alerts,
         collections,

@@ -165,6 +165,25 @@ class Settings(BaseSettings):
     outlier_high_ratio: float = Field(
         default=5.0, gt=1, description="Above this times the median: a high outlier (only flagged)"
     )
+    max_connections: int | None = Field(
+        default=None,
+        ge=8,
+        le=1_000_000,
+        description="Open connections `serve` keeps; a new one past it closes the longest idle "
+        "(default: the open-file limit less 64, at most 4096)",
+    )
+    header_timeout_s: float = Field(
+        default=10.0, gt=0, le=300, description="Time a connection has to send a request's headers"
+    )
+    keep_alive_timeout_s: int = Field(
+        default=5, ge=1, le=300, description="Idle keep-alive connections are closed after this (s)"
+    )
+    backlog: int = Field(
+        default=1024, ge=16, le=65535, description="Connections waiting to be accepted"
+    )
+    max_alert_rules: int = Field(
+        default=500, ge=1, le=100_000, description="Most alert rules stored; more are refused"
+    )
 
     @field_validator("providers", "standby_for", mode="before")
     @classmethod

@@ -158,7 +158,7 @@ class OfferBatch:
     def finish(self) -> ParseResult:
         """Derive prices, check the invariants and keys; one table plus the rejected records."""
         table = pa.concat_tables([pa.table(self._rows, schema=_STAGED), *self._chunks])
-        table = _with_constants(_with_prices(table.combine_chunks()), self)
+        table = _with_constants(_with_prices(_printable(table.combine_chunks())), self)
         problems = dict(self._rejects)
         kept, bad = _checked(table)
         problems.update({r: reason for r, reason in bad.items() if r not in problems})
@@ -172,6 +172,20 @@ class OfferBatch:
         ]
         offers = kept.drop_columns([_RECORD]).cast(OFFER_SCHEMA)
         return ParseResult(offers, rejects)
+
+
+CONTROL_CHARACTERS = r"[\x00-\x1f\x7f-\x9f]"
+"""NUL and the other C0/C1 control characters: never part of a name, stripped at parse (a NUL
+stored once was rendered on the page and written into every export)."""
+
+
+def _printable(table: pa.Table) -> pa.Table:
+    """Every text column without control characters (the one place: all parsers pass here)."""
+    for index, column in enumerate(table.schema):
+        if column.type == pa.string() and column.name != _RECORD:
+            cleaned = pc.replace_substring_regex(table[index], CONTROL_CHARACTERS, "")
+            table = table.set_column(index, column.name, cleaned)
+    return table
 
 
 def _id_text(record_id: object) -> str | None:

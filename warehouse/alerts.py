@@ -123,10 +123,26 @@ def insert_rule(conn: duckdb.DuckDBPyConnection, rule: RuleRow) -> None:
     _insert(conn, "alert_rules", rule)
 
 
-def list_rules(conn: duckdb.DuckDBPyConnection, *, enabled_only: bool = False) -> list[RuleRow]:
+def list_rules(
+    conn: duckdb.DuckDBPyConnection,
+    *,
+    enabled_only: bool = False,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[RuleRow]:
+    """Rules, oldest first; `limit` and `offset` page through them."""
     where = "WHERE disabled_at IS NULL" if enabled_only else ""
-    cursor = conn.execute(f"SELECT * FROM alert_rules {where} ORDER BY created_at, rule_id")
+    page = "LIMIT ? OFFSET ?" if limit is not None else ""
+    cursor = conn.execute(
+        f"SELECT * FROM alert_rules {where} ORDER BY created_at, rule_id {page}",
+        [limit, offset] if limit is not None else [],
+    )
     return _rows(cursor, RuleRow)
+
+
+def count_rules(conn: duckdb.DuckDBPyConnection) -> int:
+    row = conn.execute("SELECT count(*) FROM alert_rules").fetchone()
+    return int(row[0]) if row else 0
 
 
 def get_rule(conn: duckdb.DuckDBPyConnection, rule_id: str) -> RuleRow | None:

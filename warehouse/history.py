@@ -305,13 +305,40 @@ def prune_before(conn: duckdb.DuckDBPyConnection, cutoff: datetime) -> dict[str,
 def export_query(
     conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any], target: Path, fmt: str
 ) -> None:
-    """Write the result of `sql` to `target` as CSV (header, ISO times) or Parquet."""
+    """Write the result of `sql` to `target` as CSV (header, ISO times, text cells neutralized:
+    `csv_safe`) or Parquet."""
     options = (
         "FORMAT csv, HEADER true, TIMESTAMPFORMAT '%Y-%m-%dT%H:%M:%S.%fZ'"
         if fmt == "csv"
         else "FORMAT parquet, COMPRESSION zstd"
     )
+    if fmt == "csv":
+        sql = csv_safe(conn, sql, params)
     conn.execute(f"COPY ({sql}) TO '{_quoted(target)}' ({options})", params)
+
+
+FORMULA_START = r"^[=+\-@\t\r]"
+"""OWASP's CSV injection rule: a cell starting with =, +, -, @, tab or CR is a formula to a
+spreadsheet, so such a text cell is written with a leading `'`. Numbers (-1.5) stay numbers:
+numeric columns are never touched, and text that reads as a number is kept as it is."""
+
+
+def csv_safe(conn: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> str:
+    """`sql` with each text column's formula-like cells prefixed by `'`."""
+    described = conn.execute(f"SELECT * FROM ({sql}) LIMIT 0", params).description
+    texts = [_ident(name) for name, kind, *_ in described if str(kind) == "VARCHAR"]
+    if not texts:
+        return sql
+    replaced = ", ".join(
+        f"CASE WHEN regexp_matches({n}, '{FORMULA_START}') AND TRY_CAST({n} AS DOUBLE) IS NULL "
+        f"THEN concat('''', {n}) ELSE {n} END AS {n}"
+        for n in texts
+    )
+    return f"SELECT * REPLACE ({replaced}) FROM ({sql})"
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def copy_partitioned_parquet(

@@ -267,11 +267,11 @@ def list_command(
     alerts = answered(
         load_settings(db, config),
         api,
-        lambda remote: AlertsPage.model_validate(remote.get("/alerts")).alerts,
+        lambda remote: [AlertOut.model_validate(a) for a in remote.every("/alerts", "alerts")],
         lambda warehouse: [alert_out(status) for status in list_alerts(warehouse)],
     )
     if fmt is AlertFormat.JSON:
-        _print_json(AlertsPage(alerts=alerts, count=len(alerts)))
+        _print_json(AlertsPage(alerts=alerts, count=len(alerts), total=len(alerts)))
         return
     if not alerts:
         err.print("no alerts yet: add one with `gpuprices alerts add`")

@@ -88,7 +88,12 @@ def collect(
     remote = remote_for(settings, api)
     if remote is not None:
         err.print(f"asking the server at {remote.url} to collect", highlight=False)
-        form = {"provider": provider or [], "at": observed_at.isoformat() if observed_at else None}
+        form = {
+            "provider": provider or [],
+            "at": observed_at.isoformat() if observed_at else None,
+            # fetched over the network: every provider without replays, else those named
+            "live": "true" if not replays or set(provider or []) - set(replays) else None,
+        }
         files = [  # a directory of answers goes as <provider>/<file>, each file on its own
             ("replay", (f"{name}/{f.name}" if path.is_dir() else f"{name}{path.suffix}",
                         f.read_bytes()))

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import csv
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, ParamSpec, TypeVar
+from typing import IO, Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from pipeline.errors import PipelineError
+from pipeline.redaction import install_secret_masking
 from pipeline.settings import Settings
 from pipeline.timeparse import TimeParseError, parse_duration, parse_time_or_ago
 from scrapers import ProviderError
@@ -71,7 +73,10 @@ def load_settings(db: Path | None, config: Path | None = None, **overrides: obje
     given = {k: v for k, v in {"db": db, **overrides}.items() if v is not None}
     if db is not None:
         given["warehouse"] = None  # an explicit --db file wins over GPUPRICES_WAREHOUSE
-    return Settings.load(config, **given)
+    install_secret_masking()  # before anything can fail: the settings' own errors are logged too
+    settings = Settings.load(config, **given)
+    install_secret_masking(settings)  # and the keys of the settings file
+    return settings
 
 
 def open_existing(settings: Settings) -> Warehouse:
@@ -103,3 +108,45 @@ def option_duration(value: str, option: str) -> timedelta:
         return parse_duration(value)
     except TimeParseError as exc:
         raise typer.BadParameter(str(exc), param_hint=option) from None
+
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""OWASP's CSV injection rule: a text cell starting so is a formula to a spreadsheet."""
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def csv_cell(value: Any) -> Any:
+    """`value`, with a leading `'` when it is text a spreadsheet would run (numbers kept)."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not _number(value):
+        return "'" + value
+    return value
+
+
+class SafeCsvWriter:
+    """`csv.writer` / `csv.DictWriter` whose rows have their cells neutralized (`csv_cell`)."""
+
+    def __init__(self, stream: IO[str], fieldnames: Sequence[str] | None = None) -> None:
+        self._dict = csv.DictWriter(stream, fieldnames, lineterminator="\n") if fieldnames else None
+        self._list = csv.writer(stream, lineterminator="\n")
+
+    def writeheader(self) -> None:
+        assert self._dict is not None, "a header needs fieldnames"
+        self._dict.writeheader()
+
+    def writerow(self, row: Iterable[Any] | Mapping[str, Any]) -> None:
+        if isinstance(row, Mapping):
+            assert self._dict is not None, "a mapping row needs fieldnames"
+            self._dict.writerow({k: csv_cell(v) for k, v in row.items()})
+        else:
+            self._list.writerow([csv_cell(v) for v in row])
+
+    def writerows(self, rows: Iterable[Iterable[Any] | Mapping[str, Any]]) -> None:
+        for row in rows:
+            self.writerow(row)

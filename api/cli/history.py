@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,7 +12,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from api.cli.common import open_existing, option_time
+from api.cli.common import SafeCsvWriter, open_existing, option_time
 from api.cli.remote import Remote, query_params
 from api.rest.observations import unpack_observations
 from api.rest.schemas import HistoryOut
@@ -48,7 +47,7 @@ def history(settings: Settings, query: HistoryQuery, fmt: str, remote: Remote | 
         sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
         return
     if fmt == "csv":
-        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer = SafeCsvWriter(sys.stdout)
         writer.writerow(
             [
                 "gpu",

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import csv
 import sys
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -17,6 +16,7 @@ from rich.table import Table
 from api.cli.common import (
     ConfigOption,
     DbOption,
+    SafeCsvWriter,
     load_settings,
     open_existing,
     option_time,
@@ -54,7 +54,7 @@ def print_index(data: dict[str, Any], fmt: OutputFormat) -> None:
         print_json(data)
         return
     if fmt is OutputFormat.CSV:
-        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer = SafeCsvWriter(sys.stdout)
         writer.writerow(["gpu", "pricing", "form_factor", "t", "value", "providers"])
         for s in data["series"]:
             for p in s["points"]:
@@ -116,7 +116,7 @@ def print_market(data: dict[str, Any], fmt: OutputFormat) -> None:
     flat = {k: v for k, v in data.items() if k != "below"}
     flat.update({f"below_{b['price']}": b["share"] for b in data["below"]})
     if fmt is OutputFormat.CSV:
-        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer = SafeCsvWriter(sys.stdout)
         writer.writerow(flat)
         writer.writerow(["" if v is None else v for v in flat.values()])
         return

@@ -6,7 +6,6 @@ command prints is what `GET /offers` or `GET /gpus` returns, whichever way it wa
 
 from __future__ import annotations
 
-import csv
 import io
 import sys
 from dataclasses import asdict
@@ -23,6 +22,7 @@ from rich.table import Table
 from api.cli.common import (
     ConfigOption,
     DbOption,
+    SafeCsvWriter,
     load_settings,
     option_time,
     out,
@@ -118,7 +118,7 @@ def offers(
         print_json({"offers": rows})
     elif fmt is OffersFormat.CSV:
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=list(OfferOut.model_fields), lineterminator="\n")
+        writer = SafeCsvWriter(buffer, list(OfferOut.model_fields))
         writer.writeheader()
         writer.writerows(rows)
         sys.stdout.write(buffer.getvalue())
@@ -201,7 +201,7 @@ def gpus(
         print_json(page.model_dump(mode="json"))
         return
     if fmt is OutputFormat.CSV:
-        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer = SafeCsvWriter(sys.stdout)
         writer.writerow(list(specs[0]))
         writer.writerows(
             ["|".join(v) if isinstance(v, list) else v for v in spec.values()] for spec in specs

@@ -187,6 +187,16 @@ class Remote:
     def get(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         return self.request("GET", path, params=params)
 
+    def every(self, path: str, key: str) -> list[Any]:
+        """Every item of a paged list (`key` of each page), following `next_offset`."""
+        items: list[Any] = []
+        offset: int | None = 0
+        while offset is not None:
+            page = self.get(path, {"offset": offset})
+            items.extend(page[key])
+            offset = page.get("next_offset")
+        return items
+
 
 def _problem(response: httpx.Response) -> ApiError:
     """A problem-details answer as one line: the server's `detail`, with the status."""

@@ -38,6 +38,7 @@ def _run(settings: Settings) -> None:
     import uvicorn
 
     from api.app import create_app
+    from api.rest.connections import uvicorn_limits
     from api.rest.edge import tune_for_serving
 
     # fail here, with one line, if the file is held
@@ -51,13 +52,11 @@ def _run(settings: Settings) -> None:
         write_address(db, settings.host, settings.port)
     try:
         uvicorn.run(
-            create_app(
-                settings, warehouse, on_shutdown=lambda: remove_address(db) if db else None
-            ),
+            create_app(settings, warehouse, on_shutdown=lambda: remove_address(db) if db else None),
             host=settings.host,
             port=settings.port,
             log_level="info",
-            timeout_graceful_shutdown=30,
+            **uvicorn_limits(settings),
         )
     finally:
         if db is not None:
@@ -134,7 +133,7 @@ def demo(
         raise PipelineError(f"the demo data of {', '.join(failed)} did not parse")
     err.print(
         f"demo ready: {len(reports)} runs. Open http://{settings.host}:{settings.port}/ "
-        f"(the API says \"demo\": true); other commands take --db {db}",
+        f'(the API says "demo": true); other commands take --db {db}',
         highlight=False,
     )
     if not build_only:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
@@ -32,6 +33,7 @@ __all__ = [
     "SettingsDep",
     "WarehouseDep",
     "bearer",
+    "is_loopback",
     "require_api_key",
 ]
 
@@ -123,12 +125,33 @@ ResolverDep = Annotated[Resolver, Depends(get_resolver)]
 bearer = HTTPBearer(auto_error=False, description="GPUPRICES_API_KEY")
 
 
+def is_loopback(host: str | None) -> bool:
+    """Whether `host` (an address or `localhost`) is this machine's loopback."""
+    try:
+        return host is not None and ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
 def require_api_key(
+    request: Request,
     settings: SettingsDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
 ) -> None:
-    """Alert management needs `Authorization: Bearer <GPUPRICES_API_KEY>` once a key is set."""
+    """Alert management needs `Authorization: Bearer <GPUPRICES_API_KEY>` once a key is set.
+
+    Without a key, a server that listens beyond loopback (`GPUPRICES_HOST=0.0.0.0`) answers
+    only loopback clients: alert rules (webhook targets, test sends) are never open to anyone.
+    """
     if settings.api_key is None:
+        client = request.client.host if request.client else None
+        if not is_loopback(settings.host) and not is_loopback(client):
+            raise HTTPException(
+                status_code=403,
+                detail="Alert rules are open to loopback clients only on a server that listens "
+                f"on {settings.host} without an API key: set GPUPRICES_API_KEY on the server "
+                "and send Authorization: Bearer <key>",
+            )
         return
     given = credentials.credentials.encode() if credentials is not None else b""
     if not hmac.compare_digest(given, settings.api_key.get_secret_value().encode()):

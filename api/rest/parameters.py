@@ -24,6 +24,7 @@ __all__ = [
     "QueryModel",
     "query_model",
     "query_pairs",
+    "revalidated",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -48,6 +49,17 @@ def _inlined(schema: Any, defs: dict[str, Any]) -> Any:
     if isinstance(schema, list):
         return [_inlined(v, defs) for v in schema]
     return schema
+
+
+def revalidated(model: type[M], params: BaseModel) -> M:
+    """`params` (a front end's query model) as the pipeline's `model`; a value the front end's
+    model let through but `model` refuses is a 422 naming the parameter, never a 500."""
+    try:
+        return model.model_validate(params.model_dump(exclude_unset=True))
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**e, "loc": ("query", *e["loc"])} for e in exc.errors(include_url=False)]
+        ) from None
 
 
 def query_pairs(raw: bytes) -> list[tuple[str, str]]:

@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from pipeline.errors import PipelineError, WorkloadError
-from warehouse import WarehouseError
+from warehouse import DatabaseLockedError, WarehouseError
 
 __all__ = [
     "PROBLEM_MEDIA_TYPE",
@@ -37,6 +37,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
+MAX_DETAIL_CHARS = 1000
+"""Longest `detail` answered (a sentence saying what to fix is far shorter)."""
 _FIELD_ERRORS_SHOWN = 3  # in `detail`; `errors` lists them all
 _DESCRIPTIONS = {
     400: "The body cannot be read as JSON text",
@@ -72,7 +74,10 @@ def problem_response(
     headers: Mapping[str, str] | None = None,
     extensions: Mapping[str, Any] | None = None,
 ) -> Response:
-    """A problem-details answer; `extensions` are extra members (RFC 9457 section 3.2)."""
+    """A problem-details answer; `extensions` are extra members (RFC 9457 section 3.2). A
+    `detail` past `MAX_DETAIL_CHARS` is cut: no message repeats a huge input whole."""
+    if len(detail) > MAX_DETAIL_CHARS:
+        detail = detail[: MAX_DETAIL_CHARS - 1] + "…"
     body: dict[str, Any] = {
         **(extensions or {}),
         "type": "about:blank",
@@ -137,7 +142,11 @@ async def _pipeline_error(request: Request, exc: Exception) -> Response:
 
 
 async def _warehouse_error(_request: Request, exc: Exception) -> Response:
-    return problem_response(503, str(exc))
+    """503 without the driver's words: they name the database's path or host (the log has them)."""
+    logger.warning("database error: %s", exc)
+    if isinstance(exc, DatabaseLockedError):
+        return problem_response(503, "The database is in use by another process; retry shortly")
+    return problem_response(503, "The database cannot answer now; the server log has the details")
 
 
 async def _server_error(_request: Request, exc: Exception) -> Response:

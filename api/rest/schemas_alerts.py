@@ -162,7 +162,9 @@ class AlertCreatedOut(AlertOut):
 
 class AlertsPage(BaseModel):
     alerts: list[AlertOut]
-    count: int
+    count: int = Field(description="Rules on this page")
+    total: int = Field(0, description="Rules in all")
+    next_offset: int | None = Field(None, description="`offset` of the next page; null: last")
 
 
 class AttemptOut(BaseModel):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -34,6 +34,7 @@ from pipeline.alerts.events import EVENT_TYPES, event_body, new_delivery, offer_
 from pipeline.alerts.events import rule_summary as _rule_summary
 from pipeline.alerts.health import evaluate_health
 from pipeline.alerts.rules import AlertKind, AlertRule, rule_from_row
+from pipeline.alerts.snapshot import OfferSnapshot
 from pipeline.catalog import Catalog, get_catalog
 from pipeline.errors import PipelineError
 from pipeline.market.freshness import provider_freshness
@@ -46,6 +47,8 @@ from warehouse import alerts as wa
 __all__ = ["Decision", "Observation", "decide", "evaluate_alerts", "observe"]
 
 logger = logging.getLogger(__name__)
+OffersSource = Callable[[OfferQuery], list[dict[str, Any]]]
+"""Current offers for a question (`OfferSnapshot.offers`, or one query each)."""
 
 MAX_OFFERS_IN_EVENT = 5
 ERROR_CHARS = 500
@@ -78,9 +81,17 @@ def _place(offer: Mapping[str, Any]) -> str:
     return f"{offer['provider']}/{offer.get('region') or '-'}"
 
 
-def observe(warehouse: Warehouse, rule: AlertRule, catalog: Catalog, now: datetime) -> Observation:
-    """What the stored data says now about the rule's condition."""
+def observe(
+    warehouse: Warehouse,
+    rule: AlertRule,
+    catalog: Catalog,
+    now: datetime,
+    offers: OffersSource | None = None,
+) -> Observation:
+    """What the stored data says now about the rule's condition (current offers from `offers`,
+    e.g. one `OfferSnapshot` for every rule, else one query)."""
     c = rule.condition
+    fetch = offers or (lambda query: current_offers(warehouse, query, catalog))
     if c.kind is AlertKind.INDEX:
         assert c.within is not None, "validated index rules have a look-back"
         moved = index_change(warehouse, c.scope, c.within, now)
@@ -88,7 +99,7 @@ def observe(warehouse: Warehouse, rule: AlertRule, catalog: Catalog, now: dateti
     if c.kind is AlertKind.WORKLOAD:
         from pipeline.alerts.workloads import best_quote
 
-        quote = best_quote(warehouse, c, catalog)
+        quote = best_quote(warehouse, c, catalog, offers=fetch)
         if quote is None:
             return Observation(None)
         summary = {
@@ -98,12 +109,11 @@ def observe(warehouse: Warehouse, rule: AlertRule, catalog: Catalog, now: dateti
             "cost_range_usd": list(quote.cost_range_usd),
         }
         return Observation(quote.cost_usd, [dict(quote.offer)], quote=summary)
-    query = OfferQuery.model_validate(c.scope.model_dump())
-    offers = current_offers(warehouse, query, catalog)
+    found = fetch(OfferQuery.model_validate(c.scope.model_dump()))
     if c.kind is AlertKind.AVAILABILITY:
-        places = frozenset(_place(o) for o in offers)
-        return Observation(float(len(places)), offers, places)
-    return Observation(offers[0]["price_per_gpu_hour"] if offers else None, offers)
+        places = frozenset(_place(o) for o in found)
+        return Observation(float(len(places)), found, places)
+    return Observation(found[0]["price_per_gpu_hour"] if found else None, found)
 
 
 def _cooling(rule: AlertRule, state: wa.StateRow | None, now: datetime) -> bool:
@@ -206,12 +216,13 @@ def _evaluate_rule(
     catalog: Catalog,
     stale: Mapping[str, bool],
     now: datetime,
+    snapshot: OfferSnapshot,
 ) -> tuple[wa.StateRow, list[wa.DeliveryRow]]:
     """The rule's next state, and its events if it fires now."""
     rule = rule_from_row(row)
     if rule.condition.kind is AlertKind.PROVIDER_HEALTH:
         return evaluate_health(rule, state, warehouse, now)
-    seen = observe(warehouse, rule, catalog, now)
+    seen = observe(warehouse, rule, catalog, now, snapshot.offers)
     decision = decide(rule, state, seen, now)
     if not decision.fire:
         return decision.state, []
@@ -235,10 +246,13 @@ def evaluate_alerts(
         stale = {f.provider: f.stale for f in provider_freshness(warehouse, settings, now)}
         decisions: list[tuple[wa.StateRow, list[wa.DeliveryRow]]] = []
         errors: dict[str, str | None] = {}
+        snapshot = OfferSnapshot(warehouse, cat)  # every rule asks the same offers, read once
         for row in rows:
             try:
                 decisions.append(
-                    _evaluate_rule(row, states.get(row.rule_id), warehouse, cat, stale, now)
+                    _evaluate_rule(
+                        row, states.get(row.rule_id), warehouse, cat, stale, now, snapshot
+                    )
                 )
             except PipelineError as exc:
                 logger.warning("alert %s not evaluated: %s", row.rule_id, exc)

@@ -10,7 +10,7 @@ import httpx
 
 from pipeline.alerts.condition import AlertKind, Condition
 from pipeline.alerts.delivery import WebhookSender
-from pipeline.alerts.errors import AlertError, AlertNotFoundError
+from pipeline.alerts.errors import AlertError, AlertNotFoundError, TooManyAlertsError
 from pipeline.alerts.events import TEST_EVENT, event_body, new_delivery, rule_summary
 from pipeline.alerts.rules import AlertRule, AlertSpec, new_rule_id, rule_from_row, rule_to_row
 from pipeline.alerts.rules import validate_spec as _validate
@@ -28,6 +28,7 @@ __all__ = [
     "CreatedAlert",
     "DeliveryLog",
     "alert_deliveries",
+    "alerts_page",
     "create_alert",
     "delete_alert",
     "get_alert",
@@ -89,6 +90,8 @@ def create_alert(
         secret=secret,
     )
     with warehouse.transaction() as conn:
+        if wa.count_rules(conn) >= settings.max_alert_rules:
+            raise TooManyAlertsError(settings.max_alert_rules)
         wa.insert_rule(conn, rule_to_row(rule))
     return CreatedAlert(replace(rule, secret=""), secret)
 
@@ -102,6 +105,15 @@ def list_alerts(warehouse: Warehouse) -> list[AlertStatus]:
         rows = wa.list_rules(cur)
         states = wa.rule_states(cur)
     return [AlertStatus(_public(row), states.get(row.rule_id)) for row in rows]
+
+
+def alerts_page(warehouse: Warehouse, limit: int, offset: int = 0) -> tuple[list[AlertStatus], int]:
+    """Rules `offset` to `offset + limit`, oldest first, and how many there are in all."""
+    with warehouse.cursor() as cur:
+        rows = wa.list_rules(cur, limit=limit, offset=offset)
+        total = wa.count_rules(cur)
+        states = wa.rule_states(cur)
+    return [AlertStatus(_public(row), states.get(row.rule_id)) for row in rows], total
 
 
 def get_alert(warehouse: Warehouse, rule_id: str) -> AlertStatus:

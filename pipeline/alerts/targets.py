@@ -3,7 +3,8 @@
 Only `https` to public addresses by default. `allow_private` (GPUPRICES_ALLOW_PRIVATE_WEBHOOKS)
 also permits `http` and private, loopback or shared addresses, for local receivers such as
 `http://127.0.0.1:9000/hook`. Link-local, multicast, unspecified and reserved addresses, and
-cloud metadata endpoints, are refused whatever the setting: a webhook must never become a way to
+cloud metadata endpoints, are refused whatever the setting, as are the ranges `ipaddress` counts
+as global (`RESERVED_NETWORKS`: site-local fec0::/10, ...): a webhook must never become a way to
 read instance credentials (the SSRF that OWASP's SSRF prevention cheat sheet describes).
 IPv6 forms that carry an IPv4 address (IPv4-mapped `::ffff:a.b.c.d`, 6to4 `2002::/16`, NAT64
 `64:ff9b::/96` and the local-use `64:ff9b:1::/48`, Teredo `2001::/32`) are judged by the IPv4
@@ -41,6 +42,13 @@ METADATA_ADDRESSES = frozenset(
         "100.100.100.200",  # Alibaba Cloud metadata
     )
 )
+RESERVED_NETWORKS = (
+    (ipaddress.ip_network("fec0::/10"), "a site-local address (deprecated, RFC 3879)"),
+    (ipaddress.ip_network("3fff::/20"), "a documentation address (RFC 9637)"),
+    (ipaddress.ip_network("192.88.99.0/24"), "a 6to4 relay anycast address (RFC 7526)"),
+)
+"""Ranges Python's `ipaddress` counts as global that no webhook receiver can hold: refused
+whatever the setting (fec0::/10 passes `is_global` and `is_private` both false)."""
 MAX_URL_CHARS = 2048
 MAX_PORT = 65535
 NAT64_WELL_KNOWN = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052: IPv4 in the last 32 bits
@@ -100,6 +108,9 @@ def _refusal(address: IPAddress, allow_private: bool) -> str | None:
             return None  # judged by the public IPv4 address it carries
     if address in METADATA_ADDRESSES:
         return "a cloud metadata address"
+    for network, reason in RESERVED_NETWORKS:
+        if address.version == network.version and address in network:
+            return reason
     if address.is_link_local:
         return "a link-local address"
     reserved = address.is_reserved and not address.is_loopback  # ::1 sits in reserved ::/8
@@ -109,6 +120,26 @@ def _refusal(address: IPAddress, allow_private: bool) -> str | None:
         kind = "a loopback" if address.is_loopback else "a private"
         return f"{kind} address (set GPUPRICES_ALLOW_PRIVATE_WEBHOOKS=true for local receivers)"
     return None
+
+
+MAX_HOST_CHARS = 253
+MAX_LABEL_CHARS = 63
+"""RFC 1035 section 2.3.4: a name of at most 253 characters, labels of 1 to 63."""
+
+
+def _check_host_name(host: str) -> None:
+    """A host name as DNS takes it (an IP address passes), checked before any lookup."""
+    try:
+        ipaddress.ip_address(host)
+        return
+    except ValueError:
+        pass
+    labels = host.removesuffix(".").split(".")
+    if len(host) > MAX_HOST_CHARS or not all(0 < len(label) <= MAX_LABEL_CHARS for label in labels):
+        raise UnsafeTargetError(
+            f"Webhook URL host is not a valid host name: at most {MAX_HOST_CHARS} characters, "
+            f"dot-separated labels of 1 to {MAX_LABEL_CHARS}"
+        )
 
 
 def _parse(url: str, allow_private: bool) -> httpx.URL:
@@ -122,8 +153,13 @@ def _parse(url: str, allow_private: bool) -> httpx.URL:
     if parsed.scheme not in allowed:
         hint = "" if allow_private else " (http only with GPUPRICES_ALLOW_PRIVATE_WEBHOOKS=true)"
         raise UnsafeTargetError(f"Webhook URL must use https{hint}, got '{parsed.scheme}:'")
-    if not parsed.host:
+    try:
+        host = parsed.host  # an internationalized name is decoded here (IDNA)
+    except UnicodeError as exc:
+        raise UnsafeTargetError(f"Webhook URL host is not a valid host name: {exc}") from None
+    if not host:
         raise UnsafeTargetError("Webhook URL has no host")
+    _check_host_name(host)
     if parsed.userinfo:
         raise UnsafeTargetError("Webhook URL must not carry a user name or password")
     if parsed.port is not None and not 1 <= parsed.port <= MAX_PORT:

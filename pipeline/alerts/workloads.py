@@ -6,7 +6,7 @@ with the workload.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import ValidationError
@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from pipeline.alerts.condition import Condition
 from pipeline.alerts.errors import InvalidAlertError
 from pipeline.catalog import Catalog
+from pipeline.market.offers import OfferQuery
 from pipeline.market.scope import OfferScope
 from pipeline.workload.model import Workload
 from pipeline.workload.quotes import QUOTE_SCOPE, QuoteRequest, quote_offers
@@ -76,7 +77,14 @@ def quote_request(condition: Condition) -> QuoteRequest:
     )
 
 
-def best_quote(warehouse: Warehouse, condition: Condition, catalog: Catalog) -> Quote | None:
-    """The cheapest feasible quote now, or None when no current offer can run the job."""
-    ranking = quote_offers(warehouse, quote_request(condition), catalog, with_history=False)
+def best_quote(
+    warehouse: Warehouse,
+    condition: Condition,
+    catalog: Catalog,
+    offers: Callable[[OfferQuery], list[dict[str, Any]]] | None = None,
+) -> Quote | None:
+    """The cheapest feasible quote now (over `offers` when given), or None when no current
+    offer can run the job."""
+    request = quote_request(condition)
+    ranking = quote_offers(warehouse, request, catalog, with_history=False, offers=offers)
     return ranking.ranking.quotes[0] if ranking.ranking.quotes else None

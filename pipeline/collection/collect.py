@@ -50,6 +50,9 @@ from warehouse.rates import insert_rates
 __all__ = ["RunReport", "Stage", "provider_module", "run_collection", "store_run", "utc_now"]
 
 logger = logging.getLogger(__name__)
+MAX_QUARANTINE_ROWS = 1000
+"""Rejected records kept (quarantined, and listed in a run's report) per run; `reject_count`
+counts them all. One upload of 10,000 bad records once grew the database by 30 MB."""
 
 Stage = Literal["fetching", "parsing", "storing", "ok", "failed"]
 ProgressCallback = Callable[[str, Stage], None]
@@ -159,7 +162,7 @@ def _collect_one(
             error=error,
             seconds=time.perf_counter() - started,
             observed_at=observed,
-            rejects=list(rejects),
+            rejects=list(rejects[:MAX_QUARANTINE_ROWS]),
         )
 
     result = rates = None
@@ -224,6 +227,8 @@ def store_run(
     offers = result.table if result is not None and result.offer_count else None
     rejects = result.rejects_table(run.observed_at) if result and result.rejects else None
     outliers = (bounds or QualityBounds()).outliers
+    if rejects is not None:  # the count stays whole in the run row (`reject_count`)
+        rejects = rejects.slice(0, MAX_QUARANTINE_ROWS)
     with warehouse.transaction() as conn:
         insert_run(conn, run, offers, rejects, outliers)
         if quality is not None:

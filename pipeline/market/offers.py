@@ -17,6 +17,7 @@ from warehouse import queries as q
 from warehouse.offers import SORT_FIELDS, SortKey, sort_columns
 
 __all__ = [
+    "MAX_OFFERS_LIMIT",
     "OfferQuery",
     "current_offers",
     "gpu_specs",
@@ -24,6 +25,11 @@ __all__ = [
     "resolve_gpu",
     "unknown_gpus",
 ]
+
+
+MAX_OFFERS_LIMIT = 1_000_000
+"""Highest `limit` a question may give (an export of every current offer is ~50,000 rows): a
+bound the database's 64-bit LIMIT always takes."""
 
 
 class OfferQuery(OfferScope):
@@ -36,7 +42,7 @@ class OfferQuery(OfferScope):
         "descending (e.g. -reliability). Unknown values last, ties cheapest per GPU-hour first",
         examples=["price_per_gpu_hour", "-reliability", "price_per_pflop_hour"],
     )
-    limit: int | None = Field(None, ge=1, description="Most offers to return")
+    limit: int | None = Field(None, ge=1, le=MAX_OFFERS_LIMIT, description="Most offers to return")
     as_of: UtcDateTime | None = Field(
         None, description="ISO 8601 time: each provider's last snapshot at or before it"
     )

@@ -89,10 +89,19 @@ def _gpu_shorthand(cls: type, data: Any) -> Any:
         return data
     if not count.strip().isdigit() or not name.strip():
         raise ValueError(f"gpu={data['gpu']!r}: write NAME:COUNT with a whole count, e.g. H100:8")
+    if not 1 <= int(count) <= MAX_GPUS:
+        raise ValueError(f"gpu={data['gpu']!r}: the count must be 1 to {MAX_GPUS}")
     given = data.get("gpu_count")
     if str(given).strip().isdigit() and int(given) != int(count):
         raise ValueError(f"gpu={data['gpu']!r} says {int(count)} GPUs but gpu_count says {given}")
     return {**data, "gpu": name.strip(), "gpu_count": int(count)}
+
+
+def _gpu_shorthand_checked(cls: type, data: Any) -> Any:
+    """`_gpu_shorthand`'s checks for a model without `gpu_count`: the data unchanged, so the
+    full model reads the count (and says whether its front end honours one)."""
+    _gpu_shorthand(cls, data)
+    return data
 
 
 class OfferScope(BaseModel):
@@ -281,6 +290,8 @@ def front_end_model(model: type[BaseModel], honoured: Collection[str], name: str
         )
     if "gpu" in fields and "gpu_count" in fields:
         validators["gpu_shorthand"] = model_validator(mode="before")(_gpu_shorthand)
+    elif "gpu" in fields:  # checked here, as `model` will read it: a bad one is this model's error
+        validators["gpu_shorthand"] = model_validator(mode="before")(_gpu_shorthand_checked)
     return create_model(  # type: ignore[call-overload,no-any-return]
         name,
         __config__=model.model_config,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -115,15 +115,19 @@ def quote_offers(
     catalog: Catalog | None = None,
     *,
     with_history: bool = True,
+    offers: Callable[[OfferQuery], list[dict[str, Any]]] | None = None,
 ) -> QuoteResult:
-    """Rank the latest offers by what the whole job would cost on each; with `with_history`,
-    each quote's GPU and pricing also get their last `HISTORY_DAYS` days of the index."""
+    """Rank the latest offers (from `offers` when given, else one query) by what the whole job
+    would cost on each; with `with_history`, each quote's GPU and pricing also get their last
+    `HISTORY_DAYS` days of the index."""
     cat = catalog or get_catalog()
     request.scope.check_honoured(QUOTE_SCOPE, "quotes")
     query = OfferQuery.model_validate(request.scope.model_dump())
     ranking = rank_offers(
         request.workload,
-        without_suspect_lows(warehouse, current_offers(warehouse, query, cat)),
+        without_suspect_lows(
+            warehouse, current_offers(warehouse, query, cat) if offers is None else offers(query)
+        ),
         cat,
         include_spot=request.include_spot or request.scope.pricing == Pricing.SPOT,
         max_hours=request.max_hours,

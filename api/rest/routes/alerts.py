@@ -12,6 +12,7 @@ from api.rest import schemas_alerts as out
 from api.rest.deps import ClockDep, ResolverDep, SettingsDep, WarehouseDep, require_api_key
 from api.rest.problems import problems
 from pipeline import alerts as rules
+from pipeline.alerts.service import alerts_page
 
 __all__ = ["router"]
 
@@ -21,7 +22,7 @@ router = APIRouter(
     prefix="/alerts",
     tags=["alerts"],
     dependencies=[Depends(require_api_key)],
-    responses=problems(401),
+    responses=problems(401, 403),
 )
 
 
@@ -57,10 +58,28 @@ def post_alert(
     )
 
 
-@router.get("", response_model=out.AlertsPage, summary="Every alert rule")
-def get_alerts(warehouse: WarehouseDep) -> out.AlertsPage:
-    alerts = [out.alert_out(status) for status in rules.list_alerts(warehouse)]
-    return out.AlertsPage(alerts=alerts, count=len(alerts))
+MAX_ALERTS_PAGE = 500
+"""Most rules one page of `GET /alerts` holds."""
+MAX_OFFSET = 10_000_000
+
+
+@router.get("", response_model=out.AlertsPage, summary="Alert rules, a page at a time")
+def get_alerts(
+    warehouse: WarehouseDep,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_ALERTS_PAGE, description="Most rules, oldest first")
+    ] = MAX_ALERTS_PAGE,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Rules to skip")] = 0,
+) -> out.AlertsPage:
+    statuses, total = alerts_page(warehouse, limit, offset)
+    alerts = [out.alert_out(status) for status in statuses]
+    following = offset + len(alerts)
+    return out.AlertsPage(
+        alerts=alerts,
+        count=len(alerts),
+        total=total,
+        next_offset=following if alerts and following < total else None,
+    )
 
 
 @_one_alert("GET", response_model=out.AlertOut, summary="One alert rule and its state")

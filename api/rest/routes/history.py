@@ -7,6 +7,7 @@ from fastapi.responses import Response
 
 from api.rest.deps import ClockDep, SettingsDep, WarehouseDep
 from api.rest.observations import pack_observations
+from api.rest.parameters import revalidated
 from api.rest.routes.offers import OfferQueryDep
 from api.rest.schemas import HistoryOut
 from pipeline.market.history import (
@@ -31,7 +32,7 @@ HistoryParams = front_end_model(HistoryQuery, HISTORY_SCOPE, "HistoryParams")
 
 
 def history_query(params: Annotated[HistoryParams, Query()]) -> HistoryQuery:
-    return HistoryQuery.model_validate(params.model_dump(exclude_unset=True))
+    return revalidated(HistoryQuery, params)
 
 
 FILE_RESPONSES: dict[int | str, dict[str, Any]] = {

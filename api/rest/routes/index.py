@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
 from api.rest.deps import ClockDep, WarehouseDep
+from api.rest.parameters import revalidated
 from api.rest.routes.history import FILE_RESPONSES, ExportFormatParam, file_response
 from api.rest.schemas_index import IndexExplainOut, IndexOut, MarketOut
 from pipeline.market.index import (
@@ -29,7 +30,7 @@ MarketParams = front_end_model(MarketQuery, MARKET_SCOPE, "MarketParams")
 
 
 def index_query(params: Annotated[IndexParams, Query()]) -> IndexQuery:
-    return IndexQuery.model_validate(params.model_dump(exclude_unset=True))
+    return revalidated(IndexQuery, params)
 
 
 IndexQueryDep = Annotated[IndexQuery, Depends(index_query)]
@@ -50,7 +51,7 @@ def get_index_explain(
 ) -> IndexExplainOut:
     """Each provider's contribution to the bucket holding `t` (value, offer, snapshot) and each
     provider left out with its reason; the median of the contributions is the value."""
-    query = ExplainQuery.model_validate(params.model_dump(exclude_unset=True))
+    query = revalidated(ExplainQuery, params)
     return IndexExplainOut.model_validate(explain_index(warehouse, query))
 
 
@@ -73,5 +74,5 @@ def get_market(
 ) -> MarketOut:
     """Where the latest hourly index sits against the daily index of the last `days` days:
     percentiles, availability, time below prices, volatility and the cheapest hour."""
-    query = MarketQuery.model_validate(params.model_dump(exclude_unset=True))
+    query = revalidated(MarketQuery, params)
     return MarketOut.model_validate(market_outlook(warehouse, query, clock()))

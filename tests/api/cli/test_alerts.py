@@ -26,8 +26,21 @@ def local_hooks(monkeypatch):
 
 def add_price_alert(db_path, url, *extra) -> dict:
     result = invoke(
-        "alerts", "add", "--url", url, "--gpu", "H100-80GB", "--below", "1.50",
-        "--pricing", "on_demand", "--format", "json", "--db", db_path, *extra,
+        "alerts",
+        "add",
+        "--url",
+        url,
+        "--gpu",
+        "H100-80GB",
+        "--below",
+        "1.50",
+        "--pricing",
+        "on_demand",
+        "--format",
+        "json",
+        "--db",
+        db_path,
+        *extra,
     )
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
@@ -35,8 +48,20 @@ def add_price_alert(db_path, url, *extra) -> dict:
 
 def test_add_prints_the_rule_its_id_and_its_secret_once(db_path, local_hooks):
     result = invoke(
-        "alerts", "add", "--url", "http://127.0.0.1:9/hook", "--gpu", "H100-80GB",
-        "--below", "1.5", "--provider", "vastai", "--cooldown", "1h", "--db", db_path,
+        "alerts",
+        "add",
+        "--url",
+        "http://127.0.0.1:9/hook",
+        "--gpu",
+        "H100-80GB",
+        "--below",
+        "1.5",
+        "--provider",
+        "vastai",
+        "--cooldown",
+        "1h",
+        "--db",
+        db_path,
     )
     assert result.exit_code == 0, result.output
     assert "alr_" in result.stdout and "whsec_" in result.stdout
@@ -51,19 +76,46 @@ def test_add_prints_the_rule_its_id_and_its_secret_once(db_path, local_hooks):
 
 def test_an_unsafe_target_is_one_red_line_and_exit_1(db_path):
     result = invoke(
-        "alerts", "add", "--url", "http://10.0.0.1/", "--gpu", "H100", "--below", "2",
-        "--db", db_path,
+        "alerts",
+        "add",
+        "--url",
+        "http://10.0.0.1/",
+        "--gpu",
+        "H100",
+        "--below",
+        "2",
+        "--db",
+        db_path,
     )
     assert result.exit_code == 1
     assert "error:" in result.output and "must use https" in result.output
+
+
+def test_a_host_name_idna_refuses_is_one_line_and_exit_1(db_path):
+    result = invoke(
+        "alerts", "add", "--url", "https://xn--/", "--gpu", "H100", "--below", "2",
+        "--db", db_path,
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "host name" in result.output and "Traceback" not in result.output
+    assert len(result.output.strip().splitlines()) == 1
 
 
 def test_a_missing_or_double_condition_is_a_usage_error(db_path):
     url = "https://hooks.example.com/x"
     assert invoke("alerts", "add", "--url", url, "--gpu", "H100", "--db", db_path).exit_code == 2
     both = invoke(
-        "alerts", "add", "--url", url, "--gpu", "H100", "--below", "2", "--available",
-        "--db", db_path,
+        "alerts",
+        "add",
+        "--url",
+        url,
+        "--gpu",
+        "H100",
+        "--below",
+        "2",
+        "--available",
+        "--db",
+        db_path,
     )
     assert both.exit_code == 2 and "give one of" in both.output
 
@@ -75,8 +127,9 @@ def test_rm_deletes_and_a_second_rm_says_there_is_no_such_alert(db_path, local_h
     assert again.exit_code == 1 and "No alert" in again.output
 
 
-def test_collect_with_replay_sends_the_first_attempt_before_it_exits(db_path, tmp_path,
-                                                                     local_hooks):
+def test_collect_with_replay_sends_the_first_attempt_before_it_exits(
+    db_path, tmp_path, local_hooks
+):
     cheap = vast_bundles(tmp_path, 1.40)
     with receiving() as receiver:
         alert = add_price_alert(db_path, receiver.url)
@@ -127,9 +180,22 @@ def test_a_workload_alert_is_added_from_a_saved_job_file(db_path, tmp_path, loca
     job = tmp_path / "job.json"
     job.write_text(json.dumps({"model": "Llama-3.1-8B", "method": "full", "tokens": "50M"}))
     result = invoke(
-        "alerts", "add", "--url", "http://127.0.0.1:9/hook", "--workload", job,
-        "--below-cost", "5.5", "--gpu", "H100-80GB", "--band", "0.5", "--format", "json",
-        "--db", db_path,
+        "alerts",
+        "add",
+        "--url",
+        "http://127.0.0.1:9/hook",
+        "--workload",
+        job,
+        "--below-cost",
+        "5.5",
+        "--gpu",
+        "H100-80GB",
+        "--band",
+        "0.5",
+        "--format",
+        "json",
+        "--db",
+        db_path,
     )
     assert result.exit_code == 0, result.output
     created = json.loads(result.stdout)
@@ -169,3 +235,14 @@ def test_collect_prints_its_summary_and_sends_the_other_alerts_when_one_rule_is_
     assert errors[healthy["id"]] is None and errors[broken["id"]].startswith("TypeError:")
     table = invoke("alerts", "list", "--db", db_path)
     assert table.stdout.count("last evaluation failed: TypeError:") == 1
+
+
+def test_adding_past_the_rule_limit_is_one_line_and_exit_1(db_path, local_hooks, monkeypatch):
+    monkeypatch.setenv("GPUPRICES_MAX_ALERT_RULES", "1")
+    add_price_alert(db_path, "http://127.0.0.1:9/hook")
+    result = invoke(
+        "alerts", "add", "--url", "http://127.0.0.1:9/hook", "--gpu", "H100", "--below", "2",
+        "--db", db_path,
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "GPUPRICES_MAX_ALERT_RULES" in result.output and "Traceback" not in result.output

@@ -89,3 +89,14 @@ def test_bad_search_values_are_one_line_and_exit_2(market_db, args, says):
     assert result.exit_code == 2
     assert says in result.output
     assert "Traceback" not in result.output
+
+
+def test_csv_output_neutralizes_formula_cells_and_keeps_numbers():
+    from api.cli.common import csv_cell
+
+    assert [csv_cell(v) for v in ("=1+1", "+x", "-x", "@SUM", "\tA", "\rA")] == [
+        "'=1+1", "'+x", "'-x", "'@SUM", "'\tA", "'\rA",
+    ]  # fmt: skip
+    assert [csv_cell(v) for v in ("-1.5", -1.5, "+3", "H100", None)] == [
+        "-1.5", -1.5, "+3", "H100", None,
+    ]  # fmt: skip

@@ -56,8 +56,16 @@ def test_only_plain_https_urls_are_accepted_by_default(url):
 
 @pytest.mark.parametrize(
     "address",
-    ["10.0.0.1", "192.168.1.10", "172.16.0.5", "127.0.0.1", "::1", "fd12::1", "100.64.0.1",
-     "::ffff:10.0.0.1"],
+    [
+        "10.0.0.1",
+        "192.168.1.10",
+        "172.16.0.5",
+        "127.0.0.1",
+        "::1",
+        "fd12::1",
+        "100.64.0.1",
+        "::ffff:10.0.0.1",
+    ],
 )
 def test_a_name_resolving_to_a_private_or_loopback_address_is_refused(address):
     with pytest.raises(UnsafeTargetError, match="GPUPRICES_ALLOW_PRIVATE_WEBHOOKS"):
@@ -170,3 +178,43 @@ def test_translated_forms_of_a_public_ipv4_are_allowed():
 def test_a_port_outside_1_to_65535_is_refused(port):
     with pytest.raises(UnsafeTargetError, match="port must be 1-65535"):
         check_target(f"https://hooks.example.com:{port}/", allow_private=True, resolver=PUBLIC)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://[fec0::1]/",
+        "https://[fec0:0:0:ffff::1]/",
+        "https://[3fff::1]/",
+        "https://192.88.99.1/",
+    ],
+)
+def test_site_local_and_other_reserved_ranges_are_refused_even_when_private_is_allowed(url):
+    for allow_private in (False, True):
+        with pytest.raises(UnsafeTargetError, match="refused"):
+            check_target(url, allow_private=allow_private, resolver=PUBLIC)
+
+
+def test_a_name_resolving_to_a_site_local_address_is_refused():
+    with pytest.raises(UnsafeTargetError, match="site-local"):
+        check_target(
+            "https://hooks.example.com/", allow_private=False, resolver=resolving("fec0::1")
+        )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://xn--/",
+        "https://xn--zz-/",
+        "https://a..b/",
+        "https://" + "a" * 64 + ".example.com/",
+        "https://" + "a." * 130 + "com/",
+    ],
+)
+def test_a_host_name_dns_cannot_take_is_refused_before_any_lookup(url):
+    def no_lookup(host, port):
+        raise AssertionError("looked up")
+
+    with pytest.raises(UnsafeTargetError, match="host name"):
+        check_target(url, allow_private=False, resolver=no_lookup)

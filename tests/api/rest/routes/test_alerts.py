@@ -68,6 +68,13 @@ def test_unsafe_targets_are_refused_with_422(strict_client, url):
     assert "Webhook" in response.json()["detail"]
 
 
+@pytest.mark.parametrize("url", ["https://xn--/", "https://[fec0::1]/", "https://a..b/"])
+def test_a_host_that_is_no_valid_public_name_is_a_422(strict_client, url):
+    response = strict_client.post("/alerts", json=price_alert(url), headers=AUTH)
+    assert response.status_code == 422, response.text
+    assert "Webhook" in response.json()["detail"]
+
+
 def test_a_name_resolving_to_a_public_address_is_accepted(strict_client):
     response = strict_client.post(
         "/alerts", json=price_alert("https://hooks.example.com/gpu"), headers=AUTH
@@ -190,3 +197,56 @@ def test_an_index_alert_is_created_with_its_move_and_look_back(app_client):
     )
     refused = app_client.post("/alerts", json={**body, "within": None})
     assert refused.status_code == 422 and "within" in refused.text
+
+
+def limited_client(collected, db_path, **settings) -> TestClient:
+    app = create_app(
+        Settings(db=db_path, scheduler=False, allow_private_webhooks=True, **settings), collected
+    )
+    return TestClient(app, client=("127.0.0.1", 50000))
+
+
+def test_rules_past_the_limit_are_a_422_saying_how_to_make_room(collected, db_path):
+    with limited_client(collected, db_path, max_alert_rules=2) as client:
+        for _ in range(2):
+            assert (
+                client.post("/alerts", json=price_alert("http://127.0.0.1:9/")).status_code == 201
+            )
+        refused = client.post("/alerts", json=price_alert("http://127.0.0.1:9/"))
+    assert refused.status_code == 422
+    assert "GPUPRICES_MAX_ALERT_RULES" in refused.json()["detail"]
+
+
+def test_get_alerts_is_paged_with_limit_and_offset(collected, db_path):
+    with limited_client(collected, db_path) as client:
+        ids = [
+            client.post("/alerts", json=price_alert("http://127.0.0.1:9/")).json()["id"]
+            for _ in range(5)
+        ]
+        first = client.get("/alerts", params={"limit": 2}).json()
+        last = client.get("/alerts", params={"limit": 2, "offset": 4}).json()
+        too_many = client.get("/alerts", params={"limit": 100_000})
+    assert [a["id"] for a in first["alerts"]] == ids[:2]
+    assert (first["count"], first["total"], first["next_offset"]) == (2, 5, 2)
+    assert [a["id"] for a in last["alerts"]] == ids[4:] and last["next_offset"] is None
+    assert too_many.status_code == 422
+
+
+def test_an_unknown_60_kb_id_is_a_404_that_does_not_echo_it(app_client):
+    response = app_client.get("/alerts/" + "x" * 60_000)
+    assert response.status_code == 404 and len(response.text) < 1000
+
+
+@pytest.mark.parametrize("method,path", [("GET", "/alerts"), ("POST", "/alerts")])
+def test_without_a_key_a_server_listening_beyond_loopback_refuses_other_machines(
+    collected, db_path, method, path
+):
+    settings = Settings(db=db_path, scheduler=False, host="0.0.0.0", allow_private_webhooks=True)
+    app = create_app(settings, collected)
+    body = price_alert("http://127.0.0.1:9/") if method == "POST" else None
+    with TestClient(app, client=("203.0.113.9", 50000)) as elsewhere:
+        refused = elsewhere.request(method, path, json=body)
+    with TestClient(app, client=("127.0.0.1", 50000)) as here:
+        allowed = here.request(method, path, json=body)
+    assert refused.status_code == 403 and "GPUPRICES_API_KEY" in refused.json()["detail"]
+    assert allowed.status_code in (200, 201)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
@@ -40,9 +41,7 @@ def test_another_machine_without_the_key_is_refused(warehouse, db_path):
 def test_with_a_key_set_the_key_is_needed_from_anywhere(warehouse, db_path):
     with client(warehouse, db_path, ELSEWHERE, api_key="s3cret") as api:
         assert api.post("/collections", files=[VAST]).status_code == 401
-        allowed = api.post(
-            "/collections", files=[VAST], headers={"Authorization": "Bearer s3cret"}
-        )
+        allowed = api.post("/collections", files=[VAST], headers={"Authorization": "Bearer s3cret"})
     assert allowed.status_code == 200 and allowed.json()["runs"][0]["status"] == "ok"
     with client(warehouse, db_path, LOOPBACK, api_key="s3cret") as api:
         assert api.post("/collections", files=[VAST]).status_code == 401
@@ -97,3 +96,73 @@ def test_a_directory_name_that_is_not_a_provider_is_a_422(warehouse, db_path):
     bad = ("replay", ("nowhere/servers-fr-par-2-1.json", b"{}"))
     with client(warehouse, db_path, LOOPBACK) as api:
         assert api.post("/collections", files=[bad]).status_code == 422
+
+
+def no_runs(warehouse) -> int:
+    from pipeline.market.offers import provider_runs
+
+    return len(provider_runs(warehouse))
+
+
+@pytest.mark.parametrize(
+    "name", ["vastai\x00.json", "v\x07astai.json", "a" * 256 + ".json", "vastai/" + "b" * 300]
+)
+def test_a_file_name_with_control_characters_or_over_255_characters_is_a_422(
+    warehouse, db_path, name
+):
+    body = (  # raw: httpx would escape the control characters
+        b'--xx\r\nContent-Disposition: form-data; name="replay"; filename="'
+        + name.encode()
+        + b'"\r\n\r\n{}\r\n--xx--\r\n'
+    )
+    with client(warehouse, db_path, LOOPBACK) as api:
+        response = api.post(
+            "/collections",
+            content=body,
+            headers={"Content-Type": "multipart/form-data; boundary=xx"},
+        )
+    assert response.status_code == 422, response.text
+    assert "file name" in response.json()["detail"] and len(response.text) < 1000
+
+
+MALFORMED = {
+    "multipart without its closing boundary": (
+        b'--xx\r\nContent-Disposition: form-data; name="replay"; filename="vastai.json"\r\n\r\n{}',
+        "multipart/form-data; boundary=xx",
+    ),
+    "a JSON body": (b'{"provider": ["vastai"]}', "application/json"),
+    "an urlencoded body without live": (b"provider=vastai", "application/x-www-form-urlencoded"),
+    "an empty form": (b"--xx--\r\n", "multipart/form-data; boundary=xx"),
+    "no content type": (b"", ""),
+}
+
+
+@pytest.mark.parametrize("body,content_type", MALFORMED.values(), ids=list(MALFORMED))
+def test_a_malformed_or_empty_body_is_a_4xx_and_collects_nothing(
+    warehouse, db_path, body, content_type, client_factory
+):
+    app = create_app(
+        Settings(db=db_path, scheduler=False), warehouse, client_factory=client_factory
+    )
+    with TestClient(app, client=LOOPBACK) as api:
+        response = api.post("/collections", content=body, headers={"Content-Type": content_type})
+    assert 400 <= response.status_code < 500, response.text
+    assert no_runs(warehouse) == 0
+
+
+def test_a_live_collection_is_asked_for_with_live_true(warehouse, db_path, respx_mock):
+    from scrapers import vastai
+
+    respx_mock.post(vastai.URL).respond(content=(FIXTURES / "vastai_bundles.json").read_bytes())
+    with client(warehouse, db_path, LOOPBACK) as api:
+        response = api.post("/collections", data={"provider": "vastai", "live": "true"})
+    assert response.status_code == 200, response.text
+    (run,) = response.json()["runs"]
+    assert (run["provider"], run["status"]) == ("vastai", "ok")
+
+
+def test_a_provider_named_beside_replays_is_fetched_only_with_live_true(warehouse, db_path):
+    with client(warehouse, db_path, LOOPBACK) as api:
+        response = api.post("/collections", files=[VAST], data={"provider": "runpod"})
+    assert response.status_code == 422 and "live=true" in response.json()["detail"]
+    assert no_runs(warehouse) == 0
