@@ -103,7 +103,7 @@ class Warehouse:
 
     @classmethod
     def _open_lake(cls, target: LakeTarget, *, read_only: bool) -> Warehouse:
-        if not target.data_path.startswith(("s3://", "s3a://", "gs://", "http")):
+        if not target.data_path.startswith(_lake.REMOTE_SCHEMES):
             Path(target.data_path).mkdir(parents=True, exist_ok=True)
         try:
             conn = _lake.connect_lake(target)
@@ -162,24 +162,40 @@ class Warehouse:
             return nullcontext(_held)
         return _lake.cluster_lock(self.lake.conninfo, name)
 
-    def checkpoint(self, now: datetime) -> int:
-        """Let storage reclaim what was deleted; the number of orphaned files removed.
+    def checkpoint(self, now: datetime) -> dict[str, int]:
+        """Let storage reclaim what was deleted; what was removed, by kind.
 
         A file: DuckDB reuses its freed blocks, so it stops growing. A lake: DuckLake's
-        maintenance (inlined rows flushed to Parquet, small files merged), then the Parquet files
-        no snapshot lists that are older than `ORPHAN_AGE` (left by a writer killed before its
+        maintenance (inlined rows flushed to Parquet, small files merged); then the snapshots
+        older than the lake's `expire_snapshots_after` expire and the data files that only they
+        listed are deleted (the latest snapshot never expires); then the Parquet files no
+        snapshot lists that are older than `ORPHAN_AGE` (left by a writer killed before its
         commit) are deleted. Under the cluster write lock: no other writer is mid-commit, and its
         files are never taken for orphans.
         """
         with self._write_lock, self.exclusive(_lake.WRITE_LOCK), self.cursor() as cur:
             cur.execute("CHECKPOINT")
             if self.lake is None:
-                return 0
-            deleted = cur.execute(
-                "SELECT count(*) FROM ducklake_delete_orphaned_files(?, older_than => ?)",
-                [_lake.LAKE_ALIAS, now - ORPHAN_AGE],
-            ).fetchone()
-        return int(deleted[0]) if deleted else 0
+                return {"orphaned_files": 0}
+
+            def count(function: str, *options: tuple[str, datetime]) -> int:
+                named = "".join(f", {name} => ?" for name, _ in options)
+                row = cur.execute(
+                    f"SELECT count(*) FROM {function}(?{named})",
+                    [_lake.LAKE_ALIAS, *(value for _, value in options)],
+                ).fetchone()
+                return int(row[0]) if row else 0
+
+            return {
+                "expired_snapshots": count(
+                    "ducklake_expire_snapshots",
+                    ("older_than", now - self.lake.expire_snapshots_after),
+                ),
+                "expired_files": count("ducklake_cleanup_old_files", ("older_than", now)),
+                "orphaned_files": count(
+                    "ducklake_delete_orphaned_files", ("older_than", now - ORPHAN_AGE)
+                ),
+            }
 
     def take_lease(self, name: str, holder: str, ttl: timedelta) -> bool:
         """Take or renew lease `name` for `ttl`; False while another holder has it.
