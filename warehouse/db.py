@@ -17,6 +17,7 @@ from warehouse import lake as _lake
 from warehouse import leases as _leases
 from warehouse.absent import mark_absent
 from warehouse.errors import DatabaseLockedError, MigrationError, WarehouseError
+from warehouse.lake_s3 import s3_reason
 from warehouse.target import LakeTarget, Target, parse_target, redacted
 
 __all__ = ["Warehouse", "translate_error"]
@@ -43,6 +44,9 @@ def translate_error(exc: duckdb.Error, path: str) -> WarehouseError:
             f"`gpuprices serve`) or point --db / GPUPRICES_DB at another file"
         )
     first_line = message.splitlines()[0] if message else type(exc).__name__
+    reason = s3_reason(message) if isinstance(exc, duckdb.HTTPException) else None
+    if reason:
+        first_line = f"{first_line}: {reason}"
     return WarehouseError(redacted(f"Database {path}: {first_line}"))
 
 
@@ -180,11 +184,12 @@ class Warehouse:
 
             def count(function: str, *options: tuple[str, datetime]) -> int:
                 named = "".join(f", {name} => ?" for name, _ in options)
-                row = cur.execute(
-                    f"SELECT count(*) FROM {function}(?{named})",
+                # CALL: as `SELECT count(*) FROM` a table function, expiry removes nothing
+                rows = cur.execute(
+                    f"CALL {function}(?{named})",
                     [_lake.LAKE_ALIAS, *(value for _, value in options)],
-                ).fetchone()
-                return int(row[0]) if row else 0
+                ).fetchall()
+                return len(rows)
 
             return {
                 "expired_snapshots": count(

@@ -15,6 +15,7 @@ the secret is reported with every credential masked).
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -24,7 +25,7 @@ import duckdb
 
 from warehouse.errors import WarehouseError
 
-__all__ = ["S3Client", "URL_STYLE_VARIABLE", "create_s3_secret", "s3_client"]
+__all__ = ["S3Client", "URL_STYLE_VARIABLE", "create_s3_secret", "s3_client", "s3_reason"]
 
 logger = logging.getLogger(__name__)
 
@@ -131,3 +132,32 @@ def create_s3_secret(conn: duckdb.DuckDBPyConnection, env: Mapping[str, str]) ->
         client.signed,
     )
     return client
+
+
+_S3_ERROR_LINE = re.compile(r"^([A-Z][A-Za-z]+): (.+)$", re.MULTILINE)
+_CREDENTIAL_ERRORS = frozenset(
+    {
+        "SignatureDoesNotMatch",
+        "InvalidAccessKeyId",
+        "AccessDenied",
+        "ExpiredToken",
+        "InvalidToken",
+        "TokenRefreshRequired",
+    }
+)
+
+
+def s3_reason(message: str) -> str | None:
+    """The S3 error code and text in a DuckDB HTTP error (after its first line), with what to
+    fix when the store refused the credentials; None when the message carries none."""
+    for code, text in _S3_ERROR_LINE.findall(message):
+        if code.endswith("Error") or code in {"HTTP", "IO"}:
+            continue  # DuckDB's own "HTTP Error: ..." / "IO Error: ..." line
+        reason = f"{code}: {text.strip()}"
+        if code in _CREDENTIAL_ERRORS:
+            reason += (
+                " (the object store refused the credentials: check AWS_ACCESS_KEY_ID, "
+                "AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN)"
+            )
+        return reason
+    return None

@@ -30,7 +30,6 @@ __all__ = [
 ]
 
 
-
 @dataclass(frozen=True, slots=True)
 class RunRow:
     run_id: str

@@ -67,15 +67,17 @@ def overlapping_runs(warehouse: Warehouse) -> int:
 
 
 def listed_files(warehouse: Warehouse) -> list[str]:
-    """The data files the lake's current snapshot lists, over every table."""
+    """The data and delete files the lake's current snapshot lists, over every table."""
     with warehouse.cursor() as cur:
         tables = [row[0] for row in cur.execute("SHOW TABLES").fetchall()]
         return [
-            str(row[0])
+            str(path)
             for table in tables
             for row in cur.execute(
-                "SELECT data_file FROM ducklake_list_files('lake', ?)", [table]
+                "SELECT data_file, delete_file FROM ducklake_list_files('lake', ?)", [table]
             ).fetchall()
+            for path in row
+            if path is not None
         ]
 
 

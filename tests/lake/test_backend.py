@@ -52,9 +52,7 @@ def answers(warehouse: Warehouse) -> dict[str, object]:
     }
 
 
-def test_the_same_collections_give_the_same_answers_on_a_file_and_on_a_lake(
-    each_lake, tmp_path
-):
+def test_the_same_collections_give_the_same_answers_on_a_file_and_on_a_lake(each_lake, tmp_path):
     """With its data in a directory, or in a bucket of an S3-compatible server."""
     with Warehouse.open(tmp_path / "file.duckdb") as file:
         collect_twice(file)
