@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 
+
 @dataclass(frozen=True, slots=True)
 class RunRow:
     run_id: str

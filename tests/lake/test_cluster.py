@@ -40,7 +40,9 @@ def comparable(answer: dict) -> dict:
     return answer
 
 
-def test_two_collectors_and_two_api_replicas_started_at_once_on_an_empty_lake(lake, tmp_path: Path):
+def test_two_collectors_and_two_api_replicas_started_at_once_on_an_empty_lake(
+    lake, tmp_path: Path
+):
     cfg = write_config(tmp_path, LEASE_TTL_S, INTERVAL_S)
 
     def env(name: str) -> dict[str, str]:
@@ -68,7 +70,8 @@ def test_two_collectors_and_two_api_replicas_started_at_once_on_an_empty_lake(la
                 tmp_path,
             )
             apis = [
-                start_node(f"api-{n}", ["--role", "api"], env(f"api-{n}"), tmp_path) for n in (1, 2)
+                start_node(f"api-{n}", ["--role", "api"], env(f"api-{n}"), tmp_path)
+                for n in (1, 2)
             ]
             nodes = [first, second, *apis]
             for node in nodes:
@@ -83,14 +86,14 @@ def test_two_collectors_and_two_api_replicas_started_at_once_on_an_empty_lake(la
                         below_price_per_gpu_hour=1000.0,
                     ),
                 )
-                create_alert(wh, spec, Settings(allow_private_webhooks=True), datetime.now(UTC))
+                create_alert(
+                    wh, spec, Settings(allow_private_webhooks=True), datetime.now(UTC)
+                )
 
             # Providers split by configuration: each collected, by its own collector only.
             wait_until(
-                lambda: (
-                    all(first.runs(p) >= 2 for p in FIRST)
-                    and all(second.runs(p) >= 2 for p in SECOND)
-                ),
+                lambda: all(first.runs(p) >= 2 for p in FIRST)
+                and all(second.runs(p) >= 2 for p in SECOND),
                 60,
                 "two runs of every provider",
             )
@@ -133,7 +136,9 @@ def test_two_collectors_and_two_api_replicas_started_at_once_on_an_empty_lake(la
                 ("/prices/history", {"gpu": "H100", "since": since, "until": as_of}),
             ]
             for path, params in paths:
-                answers = [httpx.get(f"{api.url}{path}", params=params, timeout=30) for api in apis]
+                answers = [
+                    httpx.get(f"{api.url}{path}", params=params, timeout=30) for api in apis
+                ]
                 assert [a.status_code for a in answers] == [200, 200], answers[0].text
                 one, two = (comparable(a.json()) for a in answers)
                 assert one == two
@@ -148,7 +153,9 @@ def test_two_collectors_and_two_api_replicas_started_at_once_on_an_empty_lake(la
         assert observation_totals(wh)[0] > 0
         runs_logged = sum(n.runs(p) for n in (first, second) for p in REPLAYS)
         with wh.cursor() as cur:
-            row = cur.execute("SELECT count(*) FROM collection_runs WHERE status = 'ok'").fetchone()
+            row = cur.execute(
+                "SELECT count(*) FROM collection_runs WHERE status = 'ok'"
+            ).fetchone()
         assert row is not None
         # a run killed between its commit and its log line is stored but not logged
         assert row[0] - runs_logged in (0, 1)

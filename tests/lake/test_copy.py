@@ -38,18 +38,8 @@ def api_answers(settings: Settings) -> list[object]:
 def copy(source: str, target: str, data_path: Path) -> None:
     result = CliRunner().invoke(
         app,
-        [
-            "warehouse",
-            "copy",
-            "--from",
-            source,
-            "--to",
-            target,
-            "--from-data-path",
-            str(data_path),
-            "--to-data-path",
-            str(data_path),
-        ],
+        ["warehouse", "copy", "--from", source, "--to", target,
+         "--from-data-path", str(data_path), "--to-data-path", str(data_path)],
     )
     assert result.exit_code == 0, result.output
 
@@ -63,7 +53,9 @@ def test_a_file_copied_onto_a_lake_and_back_answers_the_same(lake, tmp_path: Pat
     expected = api_answers(Settings(db=original, scheduler=False))
 
     copy(f"duckdb://{original}", lake.url, lake.data_path)
-    on_lake = Settings(warehouse=lake.url, lake_data_path=str(lake.data_path), scheduler=False)
+    on_lake = Settings(
+        warehouse=lake.url, lake_data_path=str(lake.data_path), scheduler=False
+    )
     with Warehouse.open(on_lake.warehouse_target) as wh:
         assert table_counts(wh) == counts
     assert api_answers(on_lake) == expected
@@ -82,16 +74,8 @@ def test_copying_into_a_warehouse_that_has_data_is_refused(tmp_path: Path, lake)
     copy(f"duckdb://{source}", lake.url, lake.data_path)
     result = CliRunner().invoke(
         app,
-        [
-            "warehouse",
-            "copy",
-            "--from",
-            f"duckdb://{source}",
-            "--to",
-            lake.url,
-            "--to-data-path",
-            str(lake.data_path),
-        ],
+        ["warehouse", "copy", "--from", f"duckdb://{source}", "--to", lake.url,
+         "--to-data-path", str(lake.data_path)],
     )
     assert result.exit_code == 1
     assert "already holds data" in result.output

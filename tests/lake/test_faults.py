@@ -116,16 +116,8 @@ def test_a_write_whose_cluster_lock_a_restart_freed_is_rolled_back_not_committed
 ):
     at = datetime.now(UTC)
     row = RunRow(
-        run_id="lambda-cut-off",
-        provider="lambda",
-        started_at=at,
-        finished_at=at,
-        observed_at=at,
-        status="failed",
-        offer_count=0,
-        reject_count=0,
-        error="x",
-        source="test",
+        run_id="lambda-cut-off", provider="lambda", started_at=at, finished_at=at,
+        observed_at=at, status="failed", offer_count=0, reject_count=0, error="x", source="test",
     )
     with Warehouse.open(lake.url, data_path=lake.data_path) as warehouse:
         with (

@@ -16,7 +16,6 @@ from api.app import create_app
 from api.cli.commands import app
 from pipeline.market.history import prune
 from pipeline.market.serving import STATUS_TTL_S
-from pipeline.settings import Settings
 from tests.lake.checks import assert_consistent, listed_files, stored_files
 from tests.lake.test_backend import answers
 from tests.lake.test_faults import collect, replica_settings, runs
