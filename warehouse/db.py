@@ -181,6 +181,12 @@ class Warehouse:
             cur.execute("CHECKPOINT")
             if self.lake is None:
                 return {"orphaned_files": 0}
+            alias = _lake.LAKE_ALIAS
+            # Rollups are rewritten per run (DELETE + INSERT): their files carry delete files,
+            # which the merge skips. Rewritten without their deleted rows, then merged, they stop
+            # adding files every day.
+            cur.execute("CALL ducklake_rewrite_data_files(?, delete_threshold => 0)", [alias])
+            cur.execute("CALL ducklake_merge_adjacent_files(?)", [alias])
 
             def count(function: str, *options: tuple[str, datetime]) -> int:
                 named = "".join(f", {name} => ?" for name, _ in options)
