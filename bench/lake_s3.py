@@ -83,14 +83,14 @@ def month(
     days: int,
     runs_per_day: int,
     offers: int,
-) -> list[tuple[int, int, int, float]]:
-    """(day, objects, bytes, seconds the day took) after each simulated day's retention pass."""
+) -> Iterator[tuple[int, int, int, float]]:
+    """(day, objects, bytes, seconds the day took) after each simulated day's retention pass,
+    as each day ends."""
     rng = random.Random(11)
     bucket = store.new_bucket()
     conninfo, _ = new_lake(catalog, Path(tempfile.gettempdir()))
     every = timedelta(days=1) / runs_per_day
     start = datetime.now(UTC).replace(microsecond=0) - timedelta(days=days)
-    rows = []
     with Warehouse.open(f"ducklake:postgres:{conninfo}", data_path=f"s3://{bucket}/g/") as wh:
         for day in range(days):
             began = time.monotonic()
@@ -102,8 +102,7 @@ def month(
             wh.lake = replace(wh.lake, expire_snapshots_after=timedelta(seconds=took))
             prune(wh, datetime.now(UTC), RETENTION)
             objects, size = _bucket_totals(store, bucket)
-            rows.append((day + 1, objects, size, time.monotonic() - began))
-    return rows
+            yield day + 1, objects, size, time.monotonic() - began
 
 
 def report(
@@ -139,7 +138,7 @@ def report(
         for day, objects, size, took in month(
             catalog, store, snapshot, ingest, days, runs_per_day, offers
         ):
-            print(f"  {day:>4} {objects:>8} {size / 1e6:>8.2f} {took:>8.1f}s")
+            print(f"  {day:>4} {objects:>8} {size / 1e6:>8.2f} {took:>8.1f}s", flush=True)
 
 
 def _moto_version() -> str:
