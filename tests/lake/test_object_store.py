@@ -20,6 +20,7 @@ from tests.lake.checks import assert_consistent, listed_files, stored_files
 from tests.lake.test_backend import answers
 from tests.lake.test_faults import collect, replica_settings, runs
 from warehouse import Warehouse, parse_target
+from warehouse.db import ORPHAN_AGE
 
 RETENTION = timedelta(days=90)
 EXPIRY = timedelta(days=1)
@@ -75,6 +76,12 @@ def test_the_store_cut_off_mid_write_fails_that_run_and_the_next_run_succeeds(s3
         time.sleep(STATUS_TTL_S)
         assert served_run_ids(replica, "lambda") == {next_run.run_id}
         assert_consistent(collector)
+
+        # A day later the retention pass leaves in the bucket only what the catalog lists
+        # (whatever the cut-off upload left, and what expired).
+        prune(collector, datetime.now(UTC) + ORPHAN_AGE + timedelta(hours=1), RETENTION)
+        assert stored_files(collector) == sorted(listed_files(collector))
+        assert served_run_ids(replica, "lambda") == {next_run.run_id}
 
 
 def test_wrong_credentials_are_one_clear_error_that_never_shows_a_secret(
