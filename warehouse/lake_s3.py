@@ -40,6 +40,7 @@ _TLS = {"https": True, "http": False}
 SECRET_NAME = "gpuprices_s3"
 
 UrlStyle = Literal["path", "vhost"]
+_URL_STYLES: dict[str, UrlStyle | None] = {"": None, "path": "path", "vhost": "vhost"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,18 +85,17 @@ def _endpoint(env: Mapping[str, str]) -> tuple[str | None, bool]:
 def s3_client(env: Mapping[str, str]) -> S3Client:
     """The client settings the variables in `env` describe; `WarehouseError` says what to fix."""
     endpoint, use_ssl = _endpoint(env)
-    style = env.get(URL_STYLE_VARIABLE, "").strip().lower() or None
-    if style not in (None, "path", "vhost"):
-        raise WarehouseError(f"{URL_STYLE_VARIABLE} must be path or vhost, not '{style}'")
-    if style is None and endpoint is not None:
-        style = "path"
+    given = env.get(URL_STYLE_VARIABLE, "").strip().lower()
+    if given not in _URL_STYLES:
+        raise WarehouseError(f"{URL_STYLE_VARIABLE} must be path or vhost, not '{given}'")
+    style = _URL_STYLES[given] if given else ("path" if endpoint is not None else None)
     key_set = bool(env.get(_CREDENTIALS["KEY_ID"]))
     if key_set != bool(env.get(_CREDENTIALS["SECRET"])):
         raise WarehouseError(
             "Set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (only one of them is set)"
         )
     region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
-    return S3Client(region, endpoint, use_ssl, style, key_set)  # type: ignore[arg-type]
+    return S3Client(region, endpoint, use_ssl, style, key_set)
 
 
 def _literal(text: str) -> str:
