@@ -210,7 +210,7 @@ def object_store(
     args: argparse.Namespace, catalog: str, batches: list[tuple[str, datetime, pa.Table]]
 ) -> None:
     object_store_report(
-        catalog, batches[: args.commits], snapshot, ingest,
+        catalog, batches[: args.commits], snapshot, ingest, serve_times,
         agreements=args.agreements, days=args.days, runs_per_day=args.runs_per_day,
         offers=args.month_offers,
     )

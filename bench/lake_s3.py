@@ -28,6 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from pipeline.market.history import prune
+from pipeline.settings import Settings
 from warehouse import LakeTarget, Warehouse
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: tests.lake
@@ -39,6 +40,7 @@ PROVIDERS = ("vastai", "runpod", "lambda", "coreweave")
 RETENTION = timedelta(days=90)
 Snapshot = Callable[[random.Random, str, datetime, int], pa.Table]
 Ingest = Callable[[Warehouse, list[tuple[str, datetime, pa.Table]]], list[float]]
+Reads = Callable[[Settings, Warehouse, datetime], dict[str, float]]
 
 
 @contextmanager
@@ -83,9 +85,10 @@ def month(
     days: int,
     runs_per_day: int,
     offers: int,
-) -> Iterator[tuple[int, int, int, float]]:
+    reads: Reads,
+) -> Iterator[tuple[int, int, int, float] | dict[str, float]]:
     """(day, objects, bytes, seconds the day took) after each simulated day's retention pass,
-    as each day ends."""
+    as each day ends; then the read latencies (`reads`) on the month's merged layout."""
     rng = random.Random(11)
     bucket = store.new_bucket()
     conninfo, _ = new_lake(catalog, Path(tempfile.gettempdir()))
@@ -103,6 +106,9 @@ def month(
             prune(wh, datetime.now(UTC), RETENTION)
             objects, size = _bucket_totals(store, bucket)
             yield day + 1, objects, size, time.monotonic() - began
+        url = f"ducklake:postgres:{conninfo}"
+        settings = Settings(warehouse=url, lake_data_path=f"s3://{bucket}/g/", scheduler=False)
+        yield reads(settings, wh, start + timedelta(days=days - 1))
 
 
 def report(
@@ -110,6 +116,7 @@ def report(
     batches: list[tuple[str, datetime, pa.Table]],
     snapshot: Snapshot,
     ingest: Ingest,
+    reads: Reads,
     *,
     agreements: int,
     days: int,
@@ -135,9 +142,12 @@ def report(
               f"{len(PROVIDERS)} providers x {offers} offers (a 5-minute cadence is 288 "
               "runs a day), daily retention pass, snapshots expire after one day:")
         print(f"  {'day':>4} {'objects':>8} {'MB':>8} {'day took':>9}")
-        for day, objects, size, took in month(
-            catalog, store, snapshot, ingest, days, runs_per_day, offers
-        ):
+        for row in month(catalog, store, snapshot, ingest, days, runs_per_day, offers, reads):
+            if isinstance(row, dict):
+                print("  reads on the month's merged layout (median ms): " + ", ".join(
+                    f"{name} {seconds * 1000:.1f}" for name, seconds in row.items()))
+                continue
+            day, objects, size, took = row
             print(f"  {day:>4} {objects:>8} {size / 1e6:>8.2f} {took:>8.1f}s", flush=True)
 
 
