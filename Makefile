@@ -42,7 +42,8 @@ browser:
 
 # As root, `make test` installs Chromium when missing; otherwise tests/e2e skip (outside CI).
 # Likewise PostgreSQL (Debian's `postgresql`) for tests/lake, which start a throwaway cluster;
-# without it they skip locally and fail in CI.
+# without it they skip locally and fail in CI. Their S3-compatible server (moto's) comes with the
+# dev extra and is started by the tests themselves on 127.0.0.1.
 test: $(STAMP)
 	@if [ ! -x $(CHROMIUM) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    $(MAKE) --no-print-directory browser || echo "no Chromium: tests/e2e will be skipped"; \

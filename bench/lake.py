@@ -1,6 +1,8 @@
 """Lake benchmark: ingest, /offers and /prices/history on a DuckLake beside the embedded file;
 then the cluster's figures (`lake_cluster.py`): standby takeover time after a collector is
-SIGKILLed, and how long after a commit two API replicas agree.
+SIGKILLed, and how long after a commit two API replicas agree; then the lake's data in a bucket
+of a local S3-compatible server (`lake_s3.py`): a run's commit time against a directory, a
+replica's time to see a new snapshot, and a simulated month's object count and bucket size.
 
 The same seeded snapshots go into both, in the same run; each figure is printed with its ratio
 (lake / file). The lake's catalog is a throwaway PostgreSQL cluster started here (Debian's
@@ -8,6 +10,7 @@ The same seeded snapshots go into both, in the same run; each figure is printed 
 cluster figures then create databases on its server: the role needs CREATEDB).
 
     .venv/bin/python bench/lake.py --snapshots 48 --offers 2000 --lease-ttl 5 --takeovers 3
+    .venv/bin/python bench/lake.py --object-store-only --days 30 --runs-per-day 4
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from warehouse.queries import insert_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from lake_cluster import report as cluster_report  # noqa: E402
+from lake_s3 import report as object_store_report  # noqa: E402
 
 PROVIDERS = ("vastai", "runpod", "lambda", "coreweave")
 GPUS = ("H100-80GB", "A100-80GB", "L40S", "RTX 4090", "H200")
@@ -159,6 +163,13 @@ def main() -> None:
     parser.add_argument("--lease-ttl", type=float, default=5.0, help="seconds, for takeovers")
     parser.add_argument("--takeovers", type=int, default=3, help="collector kills to time")
     parser.add_argument("--agreements", type=int, default=5, help="commits to time replicas on")
+    parser.add_argument("--commits", type=int, default=20, help="runs timed, directory vs bucket")
+    parser.add_argument("--days", type=int, default=30, help="simulated month on the bucket")
+    parser.add_argument("--runs-per-day", type=int, default=4, help="per provider (5 min: 288)")
+    parser.add_argument("--month-offers", type=int, default=100, help="per run in the month")
+    parser.add_argument(
+        "--object-store-only", action="store_true", help="only the bucket's figures"
+    )
     args = parser.parse_args()
     print(f"python {platform.python_version()}  duckdb {duckdb.__version__}  cpus {os.cpu_count()}")
     rng = random.Random(args.seed)
@@ -179,6 +190,9 @@ def main() -> None:
             scheduler=False,
         )
         results: dict[str, dict[str, float]] = {}
+        if args.object_store_only:
+            object_store(args, catalog, batches)
+            return
         for name, settings in (("file", file_settings), ("lake", lake_settings)):
             with Warehouse.open(settings.warehouse_target) as wh:
                 stored = ingest(wh, batches)
@@ -189,6 +203,17 @@ def main() -> None:
                 }
         print_comparison(results)
         cluster_report(catalog, args.lease_ttl, args.takeovers, args.agreements)
+        object_store(args, catalog, batches)
+
+
+def object_store(
+    args: argparse.Namespace, catalog: str, batches: list[tuple[str, datetime, pa.Table]]
+) -> None:
+    object_store_report(
+        catalog, batches[: args.commits], snapshot, ingest, serve_times,
+        agreements=args.agreements, days=args.days, runs_per_day=args.runs_per_day,
+        offers=args.month_offers,
+    )
 
 
 def print_comparison(results: dict[str, dict[str, float]]) -> None:

@@ -94,12 +94,16 @@ def takeover_seconds(server_conninfo: str, lease_ttl_s: float) -> tuple[float, f
     return took, stored
 
 
-def agreement_seconds(server_conninfo: str, snapshots: int) -> list[float]:
+def agreement_seconds(
+    server_conninfo: str, snapshots: int, bucket_path: str | None = None
+) -> list[float]:
     """Seconds from a snapshot's commit until two API replicas (each its own DuckDB and
-    in-memory copy) both answer `/offers` from it."""
+    in-memory copy) both answer `/offers` from it; data in a directory, or under `bucket_path`
+    (`s3://bucket/prefix/`, the S3 client from the AWS variables in the environment)."""
     delays = []
     with tempfile.TemporaryDirectory() as name:
-        conninfo, data_path = new_lake(server_conninfo, Path(name))
+        conninfo, directory = new_lake(server_conninfo, Path(name))
+        data_path = bucket_path or str(directory)
         url = f"ducklake:postgres:{conninfo}"
         settings = Settings(warehouse=url, lake_data_path=str(data_path), role="api")
         with (

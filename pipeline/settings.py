@@ -27,7 +27,7 @@ from pipeline.timeparse import Duration, parse_duration
 from scrapers import PROVIDERS
 from warehouse import WarehouseError
 from warehouse.quality import OutlierBounds
-from warehouse.target import Target, parse_target
+from warehouse.target import EXPIRE_SNAPSHOTS_AFTER, Target, parse_target
 
 __all__ = [
     "DEFAULT_DB",
@@ -72,7 +72,15 @@ class Settings(BaseSettings):
         description="duckdb:///file.duckdb or ducklake:postgres:dbname=... (default: `db`)",
     )
     lake_data_path: str | None = Field(
-        default=None, description="A DuckLake's data files: shared directory or s3://bucket/prefix"
+        default=None,
+        description="A DuckLake's data files: shared directory or s3://bucket/prefix/ (S3 "
+        "client from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL_S3, "
+        "GPUPRICES_S3_URL_STYLE)",
+    )
+    lake_expire_snapshots_after: Duration = Field(
+        default=EXPIRE_SNAPSHOTS_AFTER,
+        description="A DuckLake's snapshots older than this expire at the retention pass, and "
+        "the data files only they listed are deleted",
     )
     role: Role = Field(
         default="all", description="What `serve` runs: all, api (read only) or collector"
@@ -205,7 +213,9 @@ class Settings(BaseSettings):
             raise ValueError("lease_ttl must be positive")
         if self.warehouse is not None:
             try:
-                parse_target(self.warehouse, self.lake_data_path)
+                parse_target(
+                    self.warehouse, self.lake_data_path, self.lake_expire_snapshots_after
+                )
             except WarehouseError as exc:
                 raise ValueError(str(exc)) from None
         return self
@@ -215,7 +225,9 @@ class Settings(BaseSettings):
         """What `Warehouse.open` opens: `warehouse` when set, else the `db` file."""
         if self.warehouse is None:
             return self.db
-        return parse_target(self.warehouse, self.lake_data_path)
+        return parse_target(
+            self.warehouse, self.lake_data_path, self.lake_expire_snapshots_after
+        )
 
     def quality_bounds(self) -> QualityBounds:
         """The thresholds a run's quality is judged by (`pipeline.collection.quality`)."""

@@ -108,6 +108,39 @@ def test_every_lake_service_opens_the_same_lake_on_the_shared_volume():
         assert service["depends_on"]["lake-postgres"]["condition"] == "service_healthy"
 
 
+def test_the_lake_s3_profile_reaches_its_store_path_style_with_the_stores_own_key():
+    from warehouse.lake_s3 import s3_client
+
+    services = {n: s for n, s in COMPOSE["services"].items() if "lake-s3" in s.get("profiles", [])}
+    store = services["lake-s3"]
+    [config] = store["configs"]
+    assert f"-s3.config={config['target']}" in store["command"]
+    identities = json.loads(COMPOSE["configs"][config["source"]]["content"])["identities"]
+    [credentials] = identities[0]["credentials"]
+    roles = sorted(_option(s["command"], "--role") for s in services.values() if "gpuprices" in
+                   s.get("command", []))
+    assert roles == ["api", "collector"]
+    for service in services.values():
+        if "gpuprices" not in service.get("command", []):
+            continue
+        env = service["environment"]
+        target = Settings(
+            warehouse=env["GPUPRICES_WAREHOUSE"], lake_data_path=env["GPUPRICES_LAKE_DATA_PATH"]
+        ).warehouse_target
+        assert str(target).endswith("(data s3://gpuprices/lake/)")
+        client = s3_client(env)
+        assert (client.endpoint, client.use_ssl) == ("lake-s3:8333", False)  # http: no TLS
+        assert client.url_style == "path"
+        assert env["AWS_ACCESS_KEY_ID"] == credentials["accessKey"]
+        assert env["AWS_SECRET_ACCESS_KEY"] == credentials["secretKey"]
+        assert service["depends_on"]["lake-s3-bucket"]["condition"] == (
+            "service_completed_successfully"
+        )
+        assert "s3.bucket.create -name gpuprices" in " ".join(
+            services["lake-s3-bucket"]["entrypoint"]
+        )
+
+
 def test_the_image_has_the_lake_extra():
     assert "'.[lake]'" in (ROOT / "Dockerfile").read_text()
 

@@ -16,6 +16,7 @@ import duckdb
 from warehouse import lake as _lake
 from warehouse import leases as _leases
 from warehouse.errors import DatabaseLockedError, MigrationError, WarehouseError
+from warehouse.lake_s3 import s3_reason
 from warehouse.target import LakeTarget, Target, parse_target, redacted
 
 __all__ = ["Warehouse", "translate_error"]
@@ -42,6 +43,9 @@ def translate_error(exc: duckdb.Error, path: str) -> WarehouseError:
             f"`gpuprices serve`) or point --db / GPUPRICES_DB at another file"
         )
     first_line = message.splitlines()[0] if message else type(exc).__name__
+    reason = s3_reason(message) if isinstance(exc, duckdb.HTTPException) else None
+    if reason:
+        first_line = f"{first_line}: {reason}"
     return WarehouseError(redacted(f"Database {path}: {first_line}"))
 
 
@@ -101,7 +105,7 @@ class Warehouse:
 
     @classmethod
     def _open_lake(cls, target: LakeTarget, *, read_only: bool) -> Warehouse:
-        if not target.data_path.startswith(("s3://", "s3a://", "gs://", "http")):
+        if not target.data_path.startswith(_lake.REMOTE_SCHEMES):
             Path(target.data_path).mkdir(parents=True, exist_ok=True)
         try:
             conn = _lake.connect_lake(target)
@@ -160,24 +164,47 @@ class Warehouse:
             return nullcontext(_held)
         return _lake.cluster_lock(self.lake.conninfo, name)
 
-    def checkpoint(self, now: datetime) -> int:
-        """Let storage reclaim what was deleted; the number of orphaned files removed.
+    def checkpoint(self, now: datetime) -> dict[str, int]:
+        """Let storage reclaim what was deleted; what was removed, by kind.
 
         A file: DuckDB reuses its freed blocks, so it stops growing. A lake: DuckLake's
-        maintenance (inlined rows flushed to Parquet, small files merged), then the Parquet files
-        no snapshot lists that are older than `ORPHAN_AGE` (left by a writer killed before its
+        maintenance (inlined rows flushed to Parquet, small files merged); then the snapshots
+        older than the lake's `expire_snapshots_after` expire and the data files that only they
+        listed are deleted (the latest snapshot never expires); then the Parquet files no
+        snapshot lists that are older than `ORPHAN_AGE` (left by a writer killed before its
         commit) are deleted. Under the cluster write lock: no other writer is mid-commit, and its
         files are never taken for orphans.
         """
         with self._write_lock, self.exclusive(_lake.WRITE_LOCK), self.cursor() as cur:
             cur.execute("CHECKPOINT")
             if self.lake is None:
-                return 0
-            deleted = cur.execute(
-                "SELECT count(*) FROM ducklake_delete_orphaned_files(?, older_than => ?)",
-                [_lake.LAKE_ALIAS, now - ORPHAN_AGE],
-            ).fetchone()
-        return int(deleted[0]) if deleted else 0
+                return {"orphaned_files": 0}
+            alias = _lake.LAKE_ALIAS
+            # Rollups are rewritten per run (DELETE + INSERT): their files carry delete files,
+            # which the merge skips. Rewritten without their deleted rows, then merged, they stop
+            # adding files every day.
+            cur.execute("CALL ducklake_rewrite_data_files(?, delete_threshold => 0)", [alias])
+            cur.execute("CALL ducklake_merge_adjacent_files(?)", [alias])
+
+            def count(function: str, *options: tuple[str, datetime]) -> int:
+                named = "".join(f", {name} => ?" for name, _ in options)
+                # CALL: as `SELECT count(*) FROM` a table function, expiry removes nothing
+                rows = cur.execute(
+                    f"CALL {function}(?{named})",
+                    [_lake.LAKE_ALIAS, *(value for _, value in options)],
+                ).fetchall()
+                return len(rows)
+
+            return {
+                "expired_snapshots": count(
+                    "ducklake_expire_snapshots",
+                    ("older_than", now - self.lake.expire_snapshots_after),
+                ),
+                "expired_files": count("ducklake_cleanup_old_files", ("older_than", now)),
+                "orphaned_files": count(
+                    "ducklake_delete_orphaned_files", ("older_than", now - ORPHAN_AGE)
+                ),
+            }
 
     def take_lease(self, name: str, holder: str, ttl: timedelta) -> bool:
         """Take or renew lease `name` for `ttl`; False while another holder has it.

@@ -30,9 +30,17 @@ from typing import Any
 import duckdb
 
 from warehouse.errors import MissingExtraError, WarehouseError
+from warehouse.lake_s3 import create_s3_secret
 from warehouse.target import LakeTarget, redacted
 
-__all__ = ["LAKE_ALIAS", "attach_lake", "cluster_lock", "connect_lake", "extension_file"]
+__all__ = [
+    "LAKE_ALIAS",
+    "REMOTE_SCHEMES",
+    "attach_lake",
+    "cluster_lock",
+    "connect_lake",
+    "extension_file",
+]
 
 LAKE_ALIAS = "lake"
 EXTRA_HINT = "pip install 'gpuprices[lake]'"
@@ -42,6 +50,9 @@ _PACKAGES = {
     "httpfs": "duckdb_extension_httpfs",
 }
 _LOAD_NAMES = {"postgres": "postgres_scanner"}
+S3_SCHEMES = ("s3://", "s3a://")
+REMOTE_SCHEMES = (*S3_SCHEMES, "gs://", "http://", "https://")
+"""Data paths on object storage (read and written through httpfs), not a local directory."""
 WRITE_LOCK = "gpuprices:write"
 """The advisory lock every lake write transaction holds."""
 ATTACH_LOCK = "gpuprices:attach"
@@ -77,7 +88,7 @@ def _extension_directory() -> Path:
 def connect_lake(target: LakeTarget) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB with the lake attached as `lake` (and made the default)."""
     needed = ["ducklake", "postgres"]
-    if target.data_path.startswith(("s3://", "s3a://", "gs://", "http://", "https://")):
+    if target.data_path.startswith(REMOTE_SCHEMES):
         needed.append("httpfs")
     files = {name: extension_file(name) for name in needed}  # fails before connecting
     conn = duckdb.connect(
@@ -93,8 +104,8 @@ def connect_lake(target: LakeTarget) -> duckdb.DuckDBPyConnection:
             conn.execute(f"INSTALL '{_quoted(str(file))}'")
             conn.execute(f"LOAD {_LOAD_NAMES.get(name, name)}")
         conn.execute("SET TimeZone = 'UTC'")
-        if "httpfs" in files:
-            _s3_secret(conn)
+        if target.data_path.startswith(S3_SCHEMES):
+            create_s3_secret(conn, os.environ)
         with cluster_lock(target.conninfo, ATTACH_LOCK):
             attach_lake(conn, target)
     except BaseException:
@@ -108,21 +119,6 @@ def attach_lake(conn: duckdb.DuckDBPyConnection, target: LakeTarget) -> None:
         f"ATTACH '{_quoted(target.url)}' AS {LAKE_ALIAS} (DATA_PATH '{_quoted(target.data_path)}')"
     )
     conn.execute(f"USE {LAKE_ALIAS}")
-
-
-def _s3_secret(conn: duckdb.DuckDBPyConnection) -> None:
-    """S3 credentials from the standard AWS variables, when set (else anonymous/public)."""
-    env = os.environ
-    options = {
-        "KEY_ID": env.get("AWS_ACCESS_KEY_ID"),
-        "SECRET": env.get("AWS_SECRET_ACCESS_KEY"),
-        "SESSION_TOKEN": env.get("AWS_SESSION_TOKEN"),
-        "REGION": env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION"),
-        "ENDPOINT": env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL"),
-    }
-    given = ", ".join(f"{k} '{_quoted(v)}'" for k, v in options.items() if v)
-    if given:
-        conn.execute(f"CREATE OR REPLACE SECRET gpuprices_s3 (TYPE s3, {given})")
 
 
 def _psycopg() -> Any:

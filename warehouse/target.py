@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from warehouse.errors import WarehouseError
 
 __all__ = [
     "EMBEDDED_SCHEME",
+    "EXPIRE_SNAPSHOTS_AFTER",
     "LAKE_SCHEME",
     "LakeTarget",
     "Target",
@@ -24,9 +26,11 @@ __all__ = [
 
 EMBEDDED_SCHEME = "duckdb://"
 LAKE_SCHEME = "ducklake:postgres:"
-_PASSWORD_KEYWORD = re.compile(
-    r"""(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s"]+)""", re.IGNORECASE
-)
+EXPIRE_SNAPSHOTS_AFTER = timedelta(days=1)
+"""Default age past which a lake's snapshots expire at the retention pass, and with them the
+files only they listed (the application reads the latest snapshot only: `as_of` questions are
+answered from `observed_at`, never by DuckLake time travel)."""
+_PASSWORD_KEYWORD = re.compile(r"""(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s"]+)""", re.IGNORECASE)
 _PASSWORD_IN_URI = re.compile(r"(://[^:/@\s]*:)[^@\s]*@")
 
 
@@ -37,10 +41,13 @@ def redacted(text: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class LakeTarget:
-    """A DuckLake: its catalog in PostgreSQL (`conninfo`), its data files under `data_path`."""
+    """A DuckLake: its catalog in PostgreSQL (`conninfo`), its data files under `data_path`
+    (a directory, or `s3://bucket/prefix/`: see `lake_s3`), its snapshots kept
+    `expire_snapshots_after` (GPUPRICES_LAKE_EXPIRE_SNAPSHOTS_AFTER)."""
 
     conninfo: str
     data_path: str
+    expire_snapshots_after: timedelta = EXPIRE_SNAPSHOTS_AFTER
 
     @property
     def url(self) -> str:
@@ -54,7 +61,11 @@ class LakeTarget:
 Target = Path | LakeTarget
 
 
-def parse_target(url: str | Path, data_path: str | Path | None = None) -> Target:
+def parse_target(
+    url: str | Path,
+    data_path: str | Path | None = None,
+    expire_snapshots_after: timedelta = EXPIRE_SNAPSHOTS_AFTER,
+) -> Target:
     """The target named by `url`; a lake needs `data_path` (GPUPRICES_LAKE_DATA_PATH)."""
     if isinstance(url, Path):
         return url
@@ -69,7 +80,9 @@ def parse_target(url: str | Path, data_path: str | Path | None = None) -> Target
                 "A DuckLake warehouse needs a data path: set GPUPRICES_LAKE_DATA_PATH "
                 "(a shared directory or s3://bucket/prefix)"
             )
-        return LakeTarget(conninfo, str(data_path))
+        if expire_snapshots_after <= timedelta(0):
+            raise WarehouseError("GPUPRICES_LAKE_EXPIRE_SNAPSHOTS_AFTER must be positive")
+        return LakeTarget(conninfo, str(data_path), expire_snapshots_after)
     if url.startswith("ducklake:"):
         raise WarehouseError(
             f"'{url}': only PostgreSQL catalogs are supported (ducklake:postgres:)"

@@ -190,5 +190,5 @@ def prune(warehouse: Warehouse, now: datetime, retention: timedelta) -> dict[str
     """Drop raw observations older than `retention` (their summaries are kept)."""
     with warehouse.transaction() as conn:
         deleted = h.prune_before(conn, now - retention)
-    deleted["orphaned_files"] = warehouse.checkpoint(now)  # the file stops growing
+    deleted.update(warehouse.checkpoint(now))  # the file stops growing; a lake's bucket too
     return deleted

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from warehouse import Warehouse
 
 
@@ -68,22 +66,35 @@ def overlapping_runs(warehouse: Warehouse) -> int:
     return int(row[0]) if row else 0
 
 
-def listed_files(warehouse: Warehouse) -> list[Path]:
-    """The data files the lake's current snapshot lists, over every table."""
+def listed_files(warehouse: Warehouse) -> list[str]:
+    """The data and delete files the lake's current snapshot lists, over every table."""
     with warehouse.cursor() as cur:
         tables = [row[0] for row in cur.execute("SHOW TABLES").fetchall()]
         return [
-            Path(row[0])
+            str(path)
             for table in tables
             for row in cur.execute(
-                "SELECT data_file FROM ducklake_list_files('lake', ?)", [table]
+                "SELECT data_file, delete_file FROM ducklake_list_files('lake', ?)", [table]
             ).fetchall()
+            for path in row
+            if path is not None
         ]
 
 
-def missing_data_files(warehouse: Warehouse) -> list[Path]:
-    """Data files the lake's current snapshot lists that are not on disk."""
-    return [path for path in listed_files(warehouse) if not path.is_file()]
+def stored_files(warehouse: Warehouse) -> list[str]:
+    """Every Parquet file under the lake's data path (a directory or a bucket's prefix), listed
+    by DuckDB as the lake reads them."""
+    assert warehouse.lake is not None
+    root = warehouse.lake.data_path.rstrip("/")
+    with warehouse.cursor() as cur:
+        rows = cur.execute("SELECT file FROM glob(?)", [f"{root}/**/*.parquet"]).fetchall()
+    return sorted(str(row[0]) for row in rows)
+
+
+def missing_data_files(warehouse: Warehouse) -> list[str]:
+    """Data files the lake's current snapshot lists that are not stored."""
+    stored = set(stored_files(warehouse))
+    return [path for path in listed_files(warehouse) if path not in stored]
 
 
 def assert_consistent(warehouse: Warehouse) -> None:
@@ -95,4 +106,3 @@ def assert_consistent(warehouse: Warehouse) -> None:
     assert doubled_runs(warehouse) == 0
     assert overlapping_runs(warehouse) == 0
     assert missing_data_files(warehouse) == []
-

@@ -1,7 +1,9 @@
-"""A throwaway PostgreSQL 15 cluster (Debian's packages) on 127.0.0.1 for the lake tests.
+"""A throwaway PostgreSQL 15 cluster (Debian's packages) on 127.0.0.1 for the lake tests, and a
+real S3-compatible server (moto's, from the dev extra; `objectstore.py`) for `s3://` data paths.
 
-Started once per session in a temporary directory, on a free port, stopped at the end. Without
-PostgreSQL installed the lake tests skip locally, and fail in CI (`CI` set): never a silent skip.
+Each is started once per session in a temporary directory, on a free port, stopped at the end.
+Without PostgreSQL installed the lake tests skip locally, and fail in CI (`CI` set): never a
+silent skip. moto comes with `pip install -e '.[dev]'`: without it the `s3://` tests fail.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.lake.objectstore import ObjectStore, object_store
 
 SUPERUSER = "postgres"
 
@@ -61,7 +65,8 @@ class Postgres:
     def _pg_ctl(self, *args: str) -> None:
         subprocess.run(
             _as_postgres([str(self.bin_dir / "pg_ctl"), "-D", str(self.data), "-w", *args]),
-            check=True, capture_output=True,
+            check=True,
+            capture_output=True,
         )
 
     def start(self) -> None:
@@ -109,9 +114,21 @@ def postgres() -> Iterator[Postgres]:
     if os.geteuid() == 0:
         shutil.chown(root, user="postgres")
     subprocess.run(
-        _as_postgres([str(bin_dir / "initdb"), "-D", str(data), "-U", SUPERUSER,
-                      "--auth=trust", "-E", "UTF8", "--no-sync"]),
-        check=True, capture_output=True,
+        _as_postgres(
+            [
+                str(bin_dir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                SUPERUSER,
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+            ]
+        ),
+        check=True,
+        capture_output=True,
     )
     server = Postgres(_free_port(), bin_dir, data, root)
     server.start()
@@ -129,7 +146,9 @@ def postgres() -> Iterator[Postgres]:
 class Lake:
     url: str
     conninfo: str
-    data_path: Path
+    data_path: Path | str
+    """A directory, or `s3://bucket/prefix/`."""
+    bucket: str | None = None
 
 
 @pytest.fixture
@@ -137,3 +156,32 @@ def lake(postgres: Postgres, tmp_path: Path) -> Lake:
     """A fresh, empty lake: its own catalog database and data directory."""
     conninfo = postgres.conninfo(postgres.create_database())
     return Lake(f"ducklake:postgres:{conninfo}", conninfo, tmp_path / "lake-data")
+
+
+@pytest.fixture(scope="session")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjectStore]:
+    """moto's S3 server on 127.0.0.1, credentials enforced, behind a proxy tests can cut."""
+    with object_store(tmp_path_factory.mktemp("moto") / "moto.log") as server:
+        yield server
+
+
+@pytest.fixture
+def s3_lake(
+    postgres: Postgres, store: ObjectStore, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Lake]:
+    """A fresh, empty lake whose data is in a new bucket of `store`, reached as a user would:
+    the standard AWS variables set in the environment (which `serve` processes inherit)."""
+    for name, value in store.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("GPUPRICES_S3_URL_STYLE", raising=False)
+    bucket = store.new_bucket()
+    conninfo = postgres.conninfo(postgres.create_database())
+    yield Lake(f"ducklake:postgres:{conninfo}", conninfo, f"s3://{bucket}/gpuprices/", bucket)
+    store.proxy.restore()  # whatever the test cut
+
+
+@pytest.fixture(params=["directory", "s3"])
+def each_lake(request: pytest.FixtureRequest) -> Lake:
+    """A fresh lake with its data in a local directory, then one with it in a bucket."""
+    return request.getfixturevalue("lake" if request.param == "directory" else "s3_lake")

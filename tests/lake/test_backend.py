@@ -52,11 +52,12 @@ def answers(warehouse: Warehouse) -> dict[str, object]:
     }
 
 
-def test_the_same_collections_give_the_same_answers_on_a_file_and_on_a_lake(lake, tmp_path):
+def test_the_same_collections_give_the_same_answers_on_a_file_and_on_a_lake(each_lake, tmp_path):
+    """With its data in a directory, or in a bucket of an S3-compatible server."""
     with Warehouse.open(tmp_path / "file.duckdb") as file:
         collect_twice(file)
         expected = answers(file)
-    with Warehouse.open(lake.url, data_path=lake.data_path) as on_lake:
+    with Warehouse.open(each_lake.url, data_path=each_lake.data_path) as on_lake:
         assert on_lake.lake is not None
         assert on_lake.schema_version() == max(v for v, _, _ in _migrations())
         collect_twice(on_lake)

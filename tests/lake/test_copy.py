@@ -35,7 +35,7 @@ def api_answers(settings: Settings) -> list[object]:
     return [listed, history.json()]
 
 
-def copy(source: str, target: str, data_path: Path) -> None:
+def copy(source: str, target: str, data_path: Path | str) -> None:
     result = CliRunner().invoke(
         app,
         ["warehouse", "copy", "--from", source, "--to", target,
@@ -44,7 +44,9 @@ def copy(source: str, target: str, data_path: Path) -> None:
     assert result.exit_code == 0, result.output
 
 
-def test_a_file_copied_onto_a_lake_and_back_answers_the_same(lake, tmp_path: Path):
+def test_a_file_copied_onto_a_lake_and_back_answers_the_same(each_lake, tmp_path: Path):
+    """Onto a lake with its data in a directory, or in a bucket (`--to-data-path s3://...`)."""
+    lake = each_lake
     original = tmp_path / "original.duckdb"
     with Warehouse.open(original) as wh:
         collect_twice(wh)

@@ -67,8 +67,8 @@ def fill(path: Path) -> Path:
     return path
 
 
-def parquet_files(root: Path) -> list[Path]:
-    return list(root.rglob("*.parquet"))
+def parquet_files(root: Path) -> list[str]:
+    return sorted(str(path) for path in root.rglob("*.parquet"))
 
 
 def served_run_ids(warehouse: Warehouse) -> set[str]:
@@ -102,7 +102,7 @@ def test_a_full_data_path_fails_the_run_with_its_reason_and_the_next_run_stores(
         day_old = (datetime.now(UTC) - ORPHAN_AGE - timedelta(hours=1)).timestamp()
         os.utime(partial, (day_old, day_old))
         assert prune(warehouse, datetime.now(UTC), RETENTION)["orphaned_files"] == 1
-        assert sorted(parquet_files(small_filesystem)) == sorted(listed_files(warehouse))
+        assert parquet_files(small_filesystem) == sorted(listed_files(warehouse))
         assert_consistent(warehouse)
 
 

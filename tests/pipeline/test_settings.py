@@ -86,3 +86,16 @@ def test_a_missing_config_file_is_an_error(tmp_path):
 )
 def test_durations_read_as_people_write_them(text, seconds):
     assert parse_duration(text) == timedelta(seconds=seconds)
+
+
+def test_the_lake_snapshot_expiry_reaches_the_lake_and_must_be_positive(monkeypatch):
+    lake = "ducklake:postgres:dbname=gpuprices host=db"
+    monkeypatch.setenv("GPUPRICES_WAREHOUSE", lake)
+    monkeypatch.setenv("GPUPRICES_LAKE_DATA_PATH", "s3://bucket/gpuprices/")
+    target = Settings().warehouse_target
+    assert target.expire_snapshots_after == timedelta(days=1)  # the default
+    monkeypatch.setenv("GPUPRICES_LAKE_EXPIRE_SNAPSHOTS_AFTER", "2d")
+    assert Settings().warehouse_target.expire_snapshots_after == timedelta(days=2)
+    monkeypatch.setenv("GPUPRICES_LAKE_EXPIRE_SNAPSHOTS_AFTER", "0s")
+    with pytest.raises(ValueError, match="GPUPRICES_LAKE_EXPIRE_SNAPSHOTS_AFTER must be positive"):
+        Settings()
