@@ -122,18 +122,6 @@ def _collect_one(
         offer_count = result.offer_count if result else 0
         rejects = result.rejects if result else []
         progress(provider.NAME, "storing")
-        quality = None
-        if rates is None:  # a provider's run, not a rate source's
-            quality = assess(
-                warehouse,
-                run_id=run_id,
-                provider=provider.NAME,
-                observed_at=observed,
-                state="not_configured" if not_configured else status,
-                result=result,
-                shape=shape,
-                bounds=bounds,
-            )
         row = RunRow(
             run_id=run_id,
             provider=provider.NAME,
@@ -146,6 +134,21 @@ def _collect_one(
             error=error,
             source=source,
         )
+        quality = None
+        if rates is None:  # a provider's run, not a rate source's
+            try:  # it reads the provider's earlier runs: the catalog may be down
+                quality = assess(
+                    warehouse,
+                    run_id=run_id,
+                    provider=provider.NAME,
+                    observed_at=observed,
+                    state="not_configured" if not_configured else status,
+                    result=result,
+                    shape=shape,
+                    bounds=bounds,
+                )
+            except WarehouseError as exc:  # storing says why, below, or stores it without
+                logger.warning("run provider=%s: quality not assessed: %s", provider.NAME, exc)
         try:
             store_run(warehouse, row, result, rates, quality, bounds)
         except WarehouseError as exc:  # catalog unreachable, data path full or read-only
