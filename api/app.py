@@ -12,7 +12,7 @@ from fastapi import Depends, FastAPI
 from starlette.middleware.gzip import GZipMiddleware
 
 from api.rest.docs import install_offline_docs
-from api.rest.edge import BodyLimitMiddleware, HeadAsGetMiddleware, known_query_only
+from api.rest.middleware import BodyLimitMiddleware, HeadAsGetMiddleware, known_query_only
 from api.rest.problems import install_problem_handlers
 from api.rest.routes import (
     alerts,
