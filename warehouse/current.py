@@ -7,7 +7,8 @@ into Arrow columns, and keeps each filtered column as a NumPy array: numbers as 
 for NULL (a comparison with NaN is false, as a NULL condition in SQL), flags with NULL as false,
 text as codes into its distinct values (an `IN` is one lookup table indexed by the codes). Which
 columns and how they compare come from the one table of filters (`warehouse.filters.FILTERS`).
-The text and flag filters are evaluated once per kind of row (`_Kinds`), numbers row by row.
+The text and flag filters are evaluated once per combination of
+values rows share (`_ValueCombinations`), numbers row by row.
 `select(filters)` evaluates the filters on whole arrays and gives the positions of the first
 `limit` matches in the answer's order: the rows `latest_offers` would return, in the same order
 and with the same keys and values (`rows`). A time in the past (`as_of`) is for `latest_offers`
@@ -68,12 +69,14 @@ _FLAGS = tuple(
     )
 )
 _TEXTS = tuple(dict.fromkeys(f.column for f in FILTERS if f.compare in ("is", "in", "contains")))
-_BY_KIND = tuple(f for f in FILTERS if f not in _BOUNDS and f.name != "gpus")
-"""The filters over a row's kind: every text and flag filter but `gpus` (a view's groups)."""
-_KIND_COLUMNS = (*(name for name in _TEXTS if name != "gpu"), *_FLAGS)
-"""The columns of a row's kind (`_Kinds`): every text and flag a filter other than `gpus` reads."""
-_KIND_QUESTIONS_KEPT = 1024
-"""Questions of kinds whose answer is kept (each a few KB at most)."""
+_BY_COMBINATION = tuple(f for f in FILTERS if f not in _BOUNDS and f.name != "gpus")
+"""The filters over a row's combination of values: every text and flag filter but `gpus` (a
+view's groups)."""
+_COMBINATION_COLUMNS = (*(name for name in _TEXTS if name != "gpu"), *_FLAGS)
+"""The columns of a row's combination of values (`_ValueCombinations`): every text and flag a
+filter other than `gpus` reads."""
+_COMBINATION_QUESTIONS_KEPT = 1024
+"""Questions of combinations whose answer is kept (each a few KB at most)."""
 
 
 class _Text:
@@ -184,8 +187,8 @@ class CurrentOffers:
             **{name: text.codes for name, text in texts.items()},
         }
         sizes = {**{n: len(t.names) + 1 for n, t in texts.items()}, **dict.fromkeys(_FLAGS, 2)}
-        self._kinds = _Kinds(every, sizes)
-        self._columns = _Columns({**every, "kind": self._kinds.codes})
+        self._combinations = _ValueCombinations(every, sizes)
+        self._columns = _Columns({**every, "combination": self._combinations.codes})
         self._views: dict[SortKey, _View] = {_LOADED_ORDER: _View(texts["gpu"], None)}
 
     @classmethod
@@ -298,17 +301,18 @@ class CurrentOffers:
 
     def _mask(self, columns: _Columns | _Slice, filters: OfferFilters) -> Mask | None:
         """The filters other than `gpus` over `columns`' rows (None: every row passes): the
-        bounds on numbers row by row, the others by each row's kind (`_Kinds`)."""
+        bounds on numbers row by row, the others by each row's combination of values
+        (`_ValueCombinations`)."""
         conditions = _bound_conditions(columns, filters)
-        passing = self._kinds.passing(filters, self._kind_conditions)
+        passing = self._combinations.passing(filters, self._combination_conditions)
         if passing is not None:
-            conditions.append(passing[columns["kind"]])
+            conditions.append(passing[columns["combination"]])
         return _all_of(conditions)
 
-    def _kind_conditions(self, columns: dict[str, np.ndarray], filters: Any) -> list[Mask]:
-        """The text and flag filters over `columns` (each kind's values)."""
+    def _combination_conditions(self, columns: dict[str, np.ndarray], filters: Any) -> list[Mask]:
+        """The text and flag filters over `columns` (each combination's values)."""
         conditions: list[Mask] = []
-        for f in _BY_KIND:
+        for f in _BY_COMBINATION:
             value = getattr(filters, f.name)
             if not f.given(value):
                 continue
@@ -348,18 +352,18 @@ def _bound_conditions(columns: _Columns | _Slice, filters: Any) -> list[Mask]:
     return conditions
 
 
-class _Kinds:
-    """Each row's kind: its values of every text and flag a filter reads (provider, pricing,
-    country, available, ...), as one code. Those filters are evaluated once per kind (a few
-    hundred for 100,000 benchmark offers) and kept per question of them (`passing`): a row
-    then passes them by one lookup of its kind."""
+class _ValueCombinations:
+    """Each row's combination of the values of every text and flag a filter reads (provider,
+    pricing, country, available, ...), as one code. Those filters are evaluated once per
+    combination (a few hundred for 100,000 benchmark offers) and kept per question of them
+    (`passing`): a row then passes them by one lookup of its combination."""
 
     def __init__(self, columns: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
-        values = [columns[name].astype(np.int64) for name in _KIND_COLUMNS]
-        if math.prod(sizes[name] for name in _KIND_COLUMNS) < 2**63:
+        values = [columns[name].astype(np.int64) for name in _COMBINATION_COLUMNS]
+        if math.prod(sizes[name] for name in _COMBINATION_COLUMNS) < 2**63:
             # one number per row: its values in mixed radix (`sizes`: how many each column has)
             number, radix = np.zeros(len(values[0]), np.int64), 1
-            for name, value in zip(_KIND_COLUMNS, values, strict=True):
+            for name, value in zip(_COMBINATION_COLUMNS, values, strict=True):
                 number += value * radix
                 radix *= sizes[name]
             _, first, codes = np.unique(number, return_index=True, return_inverse=True)
@@ -367,7 +371,7 @@ class _Kinds:
             stacked = np.stack(values, axis=1)
             _, first, codes = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
         self.codes = codes.reshape(-1).astype(np.intp)
-        self.columns = {name: columns[name][first] for name in _KIND_COLUMNS}
+        self.columns = {name: columns[name][first] for name in _COMBINATION_COLUMNS}
         self._passing: dict[tuple[Any, ...], Mask | None] = {}
 
     def passing(
@@ -375,12 +379,12 @@ class _Kinds:
         filters: OfferFilters,
         conditions: Callable[[dict[str, np.ndarray], OfferFilters], list[Mask]],
     ) -> Mask | None:
-        """Which kinds pass the filters' text and flag conditions (None: every kind)."""
-        key = tuple(getattr(filters, f.name) for f in _BY_KIND)
+        """Which combinations pass the filters' text and flag conditions (None: every one)."""
+        key = tuple(getattr(filters, f.name) for f in _BY_COMBINATION)
         if key in self._passing:
             return self._passing[key]
         passing = _all_of(conditions(self.columns, filters))
-        if len(self._passing) >= _KIND_QUESTIONS_KEPT:
+        if len(self._passing) >= _COMBINATION_QUESTIONS_KEPT:
             self._passing.clear()  # the few kept again as they are asked
         self._passing[key] = passing
         return passing
