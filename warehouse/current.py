@@ -249,12 +249,12 @@ class CurrentOffers:
         view = self._view(filters.sort)
         if filters.gpus is not None:  # these GPUs' own rows and columns, in the view's order
             present = tuple(g for g in sorted(filters.gpus) if g in view.rows_of_gpu)
-            return self._first(*view.group(present, self._columns), filters, view)
+            return self._first_passing(*view.group(present, self._columns), filters, view)
         if view.order is None:
-            return self._first(None, self._columns, filters, view)
-        return self._first(view.order, None, filters, view)
+            return self._first_passing(None, self._columns, filters, view)
+        return self._first_passing(view.order, None, filters, view)
 
-    def _first(
+    def _first_passing(
         self,
         candidates: Positions | None,
         columns: _Columns | None,
