@@ -130,9 +130,9 @@ SNAPSHOTS_AS_OF = """
 """
 """Each provider's last good snapshot at or before `?` (`NEWEST_SNAPSHOT` order): its observed
 time, run and size. The newest time first (a plain `max`), then the last finished run at that
-time among the few runs that share it: one `arg_max` over a struct (or over one combined key)
-for every run up to `?` was 5-25x slower. `as_of` asks it once, for the freshness and the
-offers both."""
+time among the few runs that share it, rather than one `arg_max` over a struct (or over one
+combined key) for every run up to `?` (slower: bench/history.py's as_of). `as_of` asks it once,
+for the freshness and the offers both."""
 
 _FIGURES = "STRUCT(gpu VARCHAR, form_factor VARCHAR, dense_pflops DOUBLE, nvlink BOOLEAN)[]"
 
@@ -142,8 +142,8 @@ def offers_relation(source: str, figures: tuple[GpuFigure, ...], params: list[An
     figures are those of its GPU in its form factor, else of its GPU in any form (the
     catalog's `form_factor` None row)."""
     # One JSON text, not a list of dicts: the driver converts each Python value of a parameter
-    # with an attempt to import pandas (~0.2 ms each where it is not installed: a search of
-    # sys.path), and the catalog's figures are some 600 values: ~130 ms a query.
+    # with an attempt to import pandas (where it is not installed, a search of sys.path each),
+    # and the catalog's figures are some 600 values.
     params.append(json.dumps([
         {"gpu": f.gpu, "form_factor": f.form_factor, "dense_pflops": f.dense_pflops,
          "nvlink": f.nvlink}
@@ -210,7 +210,7 @@ def snapshots_source(
     subquery and its parameters: `observed_at` bounded by constants, so that DuckDB reads only
     the row groups of those snapshots."""
     times = [observed_at for _, observed_at in snapshots]
-    # One parameter per run (a provider each): `IN (SELECT unnest(?))` planned ~2 ms slower.
+    # One parameter per run (a provider each): `IN (SELECT unnest(?))` plans slower.
     runs = ", ".join("?" * len(snapshots)) or "NULL"
     source = f"""(SELECT * FROM offer_observations
         WHERE run_id IN ({runs}) AND observed_at BETWEEN ? AND ?)"""

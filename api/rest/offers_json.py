@@ -64,8 +64,8 @@ def ready(answer: OffersAnswer) -> bool:
 
 
 def prepare(answer: OffersAnswer) -> None:
-    """Write every offer of `answer`'s copy, once per copy (a few seconds for 100,000 offers:
-    call it off the event loop)."""
+    """Write every offer of `answer`'s copy, once per copy (seconds for a large copy: call it
+    off the event loop)."""
     copy = answer.copy
     if copy is None or copy in _written:
         return
