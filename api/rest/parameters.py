@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin
 
@@ -54,7 +54,7 @@ class QueryModel(Generic[M]):
 
     parse: Callable[[QueryParams], M]
     """The model from the parameters; `ValidationError` when they do not make one."""
-    read: Callable[[Request], M]
+    read: Callable[[Request], Awaitable[M]]
     """The FastAPI dependency: `parse`, with a 422 naming the parameter otherwise."""
     openapi: dict[str, Any]
     """The route's `openapi_extra`: the parameters, documented."""
@@ -82,7 +82,7 @@ def query_model(model: type[M]) -> QueryModel[M]:
             {k: params.getlist(k) if k in lists else params[k] for k in params}
         )
 
-    def read(request: Request) -> M:
+    async def read(request: Request) -> M:  # async: a sync dependency costs a thread hop
         try:
             return parse(request.query_params)
         except ValidationError as exc:

@@ -173,6 +173,8 @@ class _Snapshots:
     read_at: float
     generation: int
     copy: CurrentOffers | None = None
+    marks: tuple[frozenset[str], npt.NDArray[np.bool_]] | None = None
+    """Every offer's stale mark in the copy, and for which stale providers."""
     freshness: tuple[datetime, list[ProviderFreshness]] | None = None
     """The last freshness made from this read, and for which second."""
 
@@ -223,7 +225,7 @@ class OfferServer:
             previous = self._held
             fresh = _Snapshots(status, rate_dates, read_at, generation)
             if previous is not None and previous.version == fresh.version:
-                fresh.copy = previous.copy  # the same snapshots: the same offers
+                fresh.copy, fresh.marks = previous.copy, previous.marks  # the same offers
             self._held = fresh
         return fresh
 
@@ -302,8 +304,15 @@ class OfferServer:
                 return None
             copy = self._copy(held, filters)
         positions = copy.select(filters)
-        marked = copy.table.select(_MARKED_COLUMNS).take(pa.array(positions, pa.int64()))
-        stale = stale_marks(marked, {f.provider for f in freshness if f.stale})
+        stale_providers = frozenset(f.provider for f in freshness if f.stale)
+        if past:
+            marked = copy.table.select(_MARKED_COLUMNS).take(pa.array(positions, pa.int64()))
+            stale = stale_marks(marked, stale_providers)
+        else:  # every offer of the copy marked once per set of stale providers
+            marks = held.marks
+            if marks is None or marks[0] != stale_providers:
+                marks = held.marks = (stale_providers, stale_marks(copy.table, stale_providers))
+            stale = marks[1][positions]
         providers = reported_providers(freshness, restricted.providers)
         return OffersAnswer(providers, stale, copy, positions)
 

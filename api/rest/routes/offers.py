@@ -15,11 +15,11 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, Query, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import Field, TypeAdapter
 
-from api.rest.deps import ClockDep, FreshnessDep, OfferServerDep, OffloadDep
+from api.rest.deps import get_freshness, get_offload
 from api.rest.offers_json import json_array, ndjson_lines, prepare, ready
 from api.rest.parameters import MAX_OFFERS_PAGE, query_model
 from api.rest.schemas import OffersPage, ProviderFreshnessOut
@@ -63,14 +63,7 @@ OfferQueryDep = Annotated[OfferQuery, Query()]
     responses={200: {"content": {NDJSON: {"schema": {"type": "string"}}}}},
     openapi_extra=_OFFERS_QUERY.openapi,
 )
-async def list_offers(
-    server: OfferServerDep,
-    clock: ClockDep,
-    freshness: FreshnessDep,
-    query: OffersParamsDep,
-    offload: OffloadDep,
-    accept: Annotated[str | None, Header(include_in_schema=False)] = None,
-) -> Response:
+async def list_offers(request: Request, query: OffersParamsDep) -> Response:
     """Each provider's latest good snapshot, cheapest per GPU-hour first, with its freshness.
 
     A provider whose last run failed still serves its last good snapshot, marked stale. A page
@@ -78,7 +71,11 @@ async def list_offers(
     `Accept: application/x-ndjson` the offers come one JSON object per line, streamed, every
     matching offer unless `limit` says fewer.
     """
-    ndjson = accept is not None and NDJSON in accept
+    state = request.app.state  # the app's own, read directly: each dependency costs per request
+    server, clock = state.offer_server, state.clock
+    freshness = await get_freshness(server, clock, state.collector)
+    offload = await get_offload(request)
+    ndjson = NDJSON in request.headers.get("accept", "")
     if not ndjson:
         query = query.model_copy(update={"limit": query.limit or MAX_OFFERS_PAGE})
     answer = server.answer(query, clock(), freshness, query.max_age, ready_only=True)
