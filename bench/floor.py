@@ -14,7 +14,7 @@ from typing import Any
 
 import uvicorn
 
-from api.rest.edge import tune_for_serving
+from api.rest.middleware import tune_for_serving
 
 
 def bare_app(body: bytes) -> Any:

@@ -9,8 +9,8 @@ each stage timed on its own with `time.perf_counter`:
 - scope: the model resolved into warehouse filters (GPU names to ids, places checked);
 - selection: the positions of the page's offers in the in-memory copy;
 - answer: the selection again with the stale marks and the providers reported (what the route
-  calls: `OfferServer.encoded`);
-- page: the JSON page joined from the offers' JSON written once per snapshot.
+  calls: `OfferServer.answer`);
+- page: the JSON page joined from the offers' JSON written once per copy (`api.rest.offers_json`).
 
 Twice: back to back ("warm"), and with 64 MB read between two questions ("cold": roughly what
 uvicorn's own work between two requests leaves of the caches). A served request pays about the
@@ -36,8 +36,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load import unique_questions  # noqa: E402
 from market import build_market, store_market  # noqa: E402
+from starlette.datastructures import QueryParams  # noqa: E402
 
-from api.rest.routes.offers import _A_PAGE, _OFFERS_QUERY, OFFER_JSON, _encoded_page  # noqa: E402
+from api.rest.offers_json import prepare  # noqa: E402
+from api.rest.routes.offers import _OFFERS_QUERY, _page  # noqa: E402
 from pipeline.base import utc_now  # noqa: E402
 from pipeline.market.serving import OfferServer  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
@@ -56,23 +58,25 @@ def time_stages(
     for raw in raws:
         between()
         t0 = clock()
-        query = _OFFERS_QUERY.parse_raw(raw, _A_PAGE)
+        query = _OFFERS_QUERY.parse(QueryParams(raw))
+        query = query.model_copy(update={"limit": query.limit or 10_000})
         t1 = clock()
-        freshness = server.freshness(utc_now())
+        now = utc_now()
+        freshness = server.freshness(now)
         t2 = clock()
-        ready = server._ready(OFFER_JSON)  # the copy in force (not timed)
+        held = server._fresh()  # the copy in force (not timed)
         t2b = clock()
         filters = query.filters()
         t3 = clock()
-        if ready is None:  # the runs are due for a read (once a second): the next question
+        if held is None or held.copy is None:  # the runs are due for a read: the next question
             continue
-        ready[0].select(filters)
+        held.copy.select(filters)
         t4 = clock()
-        answer = server.encoded(query, freshness, OFFER_JSON, ready_only=True)
+        answer = server.answer(query, now, freshness, ready_only=True)
         t5 = clock()
         if answer is None:  # a read fell due since the freshness stage: not timed
             continue
-        _encoded_page(answer)
+        b"".join(_page(answer))
         t6 = clock()
         times = (t1 - t0, t2 - t1, t3 - t2b, t4 - t3, t5 - t4, t6 - t5)
         for stage, spent_s in zip(STAGES, times, strict=True):
@@ -92,8 +96,11 @@ def main() -> None:
         server = OfferServer(warehouse, Settings(db=Path(tmp) / "w.duckdb", scheduler=False))
         questions = unique_questions(args.questions + 200, args.seed)
         raws = [q.partition("?")[2].encode() for q in questions]
-        everything = _OFFERS_QUERY.parse_raw(b"", _A_PAGE)
-        assert server.encoded(everything, server.freshness(utc_now()), OFFER_JSON) is not None
+        everything = _OFFERS_QUERY.parse(QueryParams(b""))
+        now = utc_now()
+        first = server.answer(everything, now, server.freshness(now))
+        assert first is not None
+        prepare(first)  # every offer's JSON written
         time_stages(server, raws[:200], lambda: None)  # code paths warm
         evict = np.ones(64 << 17)  # 64 MB
 

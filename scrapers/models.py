@@ -4,10 +4,9 @@ An offer travels from parse to storage as a row of one Arrow table in `OFFER_SCH
 here, once). Parsers hand their offers to an `OfferBatch` (scrapers/batch.py), row by row or,
 for bodies of thousands of offers, column by column; `OfferBatch.finish` derives the price the
 provider did not quote, checks every invariant on whole columns, and moves each record that
-breaks one into the rejects with its reason and the provider's own record. Measured on a
-20,000-record Vast.ai body (bench/ingest.py's synthetic body): one validated pydantic object per
-offer took 6.5 s, the column path 0.81 s; rows cannot meet the ingest target, so the table is
-the one representation.
+breaks one into the rejects with its reason and the provider's own record. One validated
+pydantic object per offer cannot meet the ingest target (bench/ingest.py), so the table is the
+one representation.
 """
 
 from __future__ import annotations

@@ -5,12 +5,14 @@ provider run is written (minutes apart). `CurrentOffers.load` reads the table on
 derived columns of `offers_relation`, computed by the same SQL), cheapest per GPU-hour first,
 into Arrow columns, and keeps each filtered column as a NumPy array: numbers as float64 with NaN
 for NULL (a comparison with NaN is false, as a NULL condition in SQL), flags with NULL as false,
-text as codes into its distinct values (an `IN` is one lookup table indexed by the codes). The
-text and flag filters are evaluated once per kind of row (`_Kinds`), numbers row by row.
+text as codes into its distinct values (an `IN` is one lookup table indexed by the codes). Which
+columns and how they compare come from the one table of filters (`warehouse.filters.FILTERS`).
+The text and flag filters are evaluated once per combination of
+values rows share (`_ValueCombinations`), numbers row by row.
 `select(filters)` evaluates the filters on whole arrays and gives the positions of the first
 `limit` matches in the answer's order: the rows `latest_offers` would return, in the same order
-and with the same keys and values (`rows`). Filters it does not evaluate itself (`as_of`,
-`region`) are for `latest_offers` (see `answers`).
+and with the same keys and values (`rows`). A time in the past (`as_of`) is for `latest_offers`
+or for a copy of that time's snapshots (see `load`).
 
 Each sort order is a view: the loaded positions in that order, and each GPU's positions in it,
 so a `gpus` filter reads only that GPU's offers, already sorted. A position names one offer for
@@ -30,6 +32,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from warehouse.filters import FILTERS
 from warehouse.offers import (
     GpuFigure,
     OfferFilters,
@@ -50,36 +53,31 @@ _LOADED_ORDER: SortKey = "price_per_gpu_hour"
 _FIRST_STEP = 2048
 """Candidates read at first when a limit is given (then twice as many each step)."""
 _BATCH_ROWS = 512
-"""Rows turned into Python objects per call: a few ms each, so other threads get the GIL."""
-_NUMBERS = (
-    "price_per_gpu_hour", "price_per_hour", "gpu_count", "vram_gb", "reliability", "vcpus",
-    "ram_gb", "disk_gb",
-)  # fmt: skip
-_FLAGS = ("available", "verified", "nvlink", "eea", "eu")
-_TEXTS = ("gpu", "provider", "pricing", "form_factor", "country", "continent")
-_BOUNDS: tuple[tuple[str, str, Callable[[Any, Any], Mask]], ...] = (
-    ("max_price_per_gpu_hour", "price_per_gpu_hour", np.less_equal),
-    ("max_price_per_hour", "price_per_hour", np.less_equal),
-    ("gpu_count", "gpu_count", np.equal),
-    ("min_gpu_count", "gpu_count", np.greater_equal),
-    ("min_vram_gb", "vram_gb", np.greater_equal),
-    ("min_reliability", "reliability", np.greater_equal),
-    ("min_vcpus", "vcpus", np.greater_equal),
-    ("min_ram_gb", "ram_gb", np.greater_equal),
-    ("min_disk_gb", "disk_gb", np.greater_equal),
+"""Rows turned into Python objects per call, short enough that other threads get the GIL
+between calls."""
+_BOUNDS = tuple(f for f in FILTERS if f.compare in ("<=", ">=", "="))
+"""Bounds on numeric columns, evaluated row by row (NaN, i.e. NULL, never passes)."""
+_COMPARE: dict[str, Callable[[Any, Any], Mask]] = {
+    "<=": np.less_equal, ">=": np.greater_equal, "=": np.equal,
+}  # fmt: skip
+_NUMBERS = tuple(dict.fromkeys(c for f in _BOUNDS for c in f.columns))
+_FLAGS = tuple(
+    dict.fromkeys(
+        c
+        for f in FILTERS
+        if f.compare in ("required", "unless", "named")
+        for c in f.column.split("|")
+    )
 )
-"""(filter, column, comparison): a bound on a numeric column (NaN, i.e. NULL, never passes)."""
-_REQUIRED_FLAGS = ("verified", "nvlink")
-"""Flags a filter of the same name requires true (NULL, unknown, never passes)."""
-_KIND_COLUMNS = (*(name for name in _TEXTS if name != "gpu"), *_FLAGS)
-"""The columns of a row's kind (`_Kinds`): every text and flag a filter other than `gpus` reads."""
-_KIND_FILTERS = (
-    "providers", "pricing", "form_factor", "verified", "nvlink", "include_unavailable",
-    "countries", "continent", "jurisdiction",
-)  # fmt: skip
-"""The filters over a row's kind."""
-_KIND_QUESTIONS_KEPT = 1024
-"""Questions of kinds whose answer is kept (each a few KB at most)."""
+_TEXTS = tuple(dict.fromkeys(f.column for f in FILTERS if f.compare in ("is", "in", "contains")))
+_BY_COMBINATION = tuple(f for f in FILTERS if f not in _BOUNDS and f.name != "gpus")
+"""The filters over a row's combination of values: every text and flag filter but `gpus` (a
+view's groups)."""
+_COMBINATION_COLUMNS = (*(name for name in _TEXTS if name != "gpu"), *_FLAGS)
+"""The columns of a row's combination of values (`_ValueCombinations`): every text and flag a
+filter other than `gpus` reads."""
+_COMBINATION_QUESTIONS_KEPT = 1024
+"""Questions of combinations whose answer is kept (each a few KB at most)."""
 
 
 class _Text:
@@ -90,7 +88,7 @@ class _Text:
         self.names: list[str] = encoded.dictionary.to_pylist()
         self.code_of = {name: code for code, name in enumerate(self.names)}
         self.codes = pc.fill_null(encoded.indices, len(self.names)).to_numpy().astype(np.intp)
-        """As `intp`: NumPy indexes with it four times faster than with int32."""
+        """As `intp`, NumPy's index type: indexing with int32 converts every code first."""
 
     def among(self, codes: np.ndarray, wanted: frozenset[str]) -> Mask:
         """Whether each of `codes` (some rows' codes) stands for a value in `wanted`."""
@@ -190,8 +188,8 @@ class CurrentOffers:
             **{name: text.codes for name, text in texts.items()},
         }
         sizes = {**{n: len(t.names) + 1 for n, t in texts.items()}, **dict.fromkeys(_FLAGS, 2)}
-        self._kinds = _Kinds(every, sizes)
-        self._columns = _Columns({**every, "kind": self._kinds.codes})
+        self._combinations = _ValueCombinations(every, sizes)
+        self._columns = _Columns({**every, "combination": self._combinations.codes})
         self._views: dict[SortKey, _View] = {_LOADED_ORDER: _View(texts["gpu"], None)}
 
     @classmethod
@@ -223,7 +221,7 @@ class CurrentOffers:
     @staticmethod
     def answers(filters: OfferFilters) -> bool:
         """Whether `select` answers these filters (else ask `latest_offers`)."""
-        return filters.as_of is None and filters.region is None
+        return filters.as_of is None
 
     def rows(self, filters: OfferFilters) -> list[dict[str, Any]]:
         """What `latest_offers(conn, filters)` returns, for filters this copy `answers`."""
@@ -248,16 +246,16 @@ class CurrentOffers:
     def select(self, filters: OfferFilters) -> Positions:
         """Positions of the offers `latest_offers(conn, filters)` returns, in its order."""
         if not self.answers(filters):
-            raise ValueError("as_of and region filters are answered by latest_offers")
+            raise ValueError("as_of is answered by latest_offers")
         view = self._view(filters.sort)
         if filters.gpus is not None:  # these GPUs' own rows and columns, in the view's order
             present = tuple(g for g in sorted(filters.gpus) if g in view.rows_of_gpu)
-            return self._first(*view.group(present, self._columns), filters, view)
+            return self._first_passing(*view.group(present, self._columns), filters, view)
         if view.order is None:
-            return self._first(None, self._columns, filters, view)
-        return self._first(view.order, None, filters, view)
+            return self._first_passing(None, self._columns, filters, view)
+        return self._first_passing(view.order, None, filters, view)
 
-    def _first(
+    def _first_passing(
         self,
         candidates: Positions | None,
         columns: _Columns | None,
@@ -271,9 +269,10 @@ class CurrentOffers:
         (cheapest per GPU-hour first, NaN last), a price cap ends the candidates where the
         price passes it."""
         total = self.size if candidates is None else len(candidates)
-        cap = filters.max_price_per_gpu_hour
-        if cap is not None and view.order is None and columns is not None:
-            total = int(np.searchsorted(columns[_LOADED_ORDER], cap, side="right"))
+        if view.order is None and columns is not None:  # a cap on the loaded order ends it
+            for f, cap in filters.given():
+                if f.column == _LOADED_ORDER and f.compare == "<=":
+                    total = int(np.searchsorted(columns[_LOADED_ORDER], cap, side="right"))
         limit = filters.limit
         step = total if limit is None else max(_FIRST_STEP, 4 * limit)
         found: list[Positions] = []
@@ -303,35 +302,31 @@ class CurrentOffers:
 
     def _mask(self, columns: _Columns | _Slice, filters: OfferFilters) -> Mask | None:
         """The filters other than `gpus` over `columns`' rows (None: every row passes): the
-        bounds on numbers row by row, the others by each row's kind (`_Kinds`)."""
+        bounds on numbers row by row, the others by each row's combination of values
+        (`_ValueCombinations`)."""
         conditions = _bound_conditions(columns, filters)
-        passing = self._kinds.passing(filters, self._kind_conditions)
+        passing = self._combinations.passing(filters, self._combination_conditions)
         if passing is not None:
-            conditions.append(passing[columns["kind"]])
+            conditions.append(passing[columns["combination"]])
         return _all_of(conditions)
 
-    def _kind_conditions(self, columns: dict[str, np.ndarray], filters: OfferFilters) -> list[Mask]:
-        """The text and flag filters over `columns` (each kind's values)."""
+    def _combination_conditions(self, columns: dict[str, np.ndarray], filters: Any) -> list[Mask]:
+        """The text and flag filters over `columns` (each combination's values)."""
         conditions: list[Mask] = []
-        texts = self._texts
-
-        def among(name: str, values: frozenset[str] | None) -> None:
-            if values is not None:
-                conditions.append(texts[name].among(columns[name], values))
-
-        def equal(name: str, value: str | None) -> None:  # as the SQL: None or "", any value
-            among(name, frozenset({value}) if value else None)
-
-        among("provider", filters.providers)
-        equal("pricing", filters.pricing)
-        equal("form_factor", filters.form_factor)
-        conditions += [columns[name] for name in _REQUIRED_FLAGS if getattr(filters, name)]
-        if not filters.include_unavailable:
-            conditions.append(columns["available"])
-        among("country", filters.countries or None)  # as the SQL: an empty set, any country
-        equal("continent", filters.continent)
-        if filters.jurisdiction in ("eea", "eu"):
-            conditions.append(columns[filters.jurisdiction])
+        for f in _BY_COMBINATION:
+            value = getattr(filters, f.name)
+            if not f.given(value):
+                continue
+            if f.compare in ("is", "in"):
+                text = self._texts[f.column]
+                wanted = frozenset({value}) if f.compare == "is" else value
+                conditions.append(text.among(columns[f.column], wanted))
+            elif f.compare == "contains":
+                part, names = value.lower(), self._texts[f.column].names
+                hit = np.array([part in name.lower() for name in names] + [False])
+                conditions.append(hit[columns[f.column]])
+            else:  # a flag: its own column, or (`named`) the column the value names
+                conditions.append(columns[value if f.compare == "named" else f.column])
         return conditions
 
 
@@ -346,31 +341,30 @@ def _all_of(conditions: list[Mask]) -> Mask | None:
     return mask
 
 
-def _bound_conditions(columns: _Columns | _Slice, filters: OfferFilters) -> list[Mask]:
+def _bound_conditions(columns: _Columns | _Slice, filters: Any) -> list[Mask]:
     """The bounds on numeric columns over `columns`' rows (NaN, i.e. NULL, never passes)."""
-    conditions = [
-        compare(columns[column], value)
-        for name, column, compare in _BOUNDS
-        if (value := getattr(filters, name)) is not None
-    ]
-    if filters.min_total_vram_gb is not None:
-        total = columns["gpu_count"] * columns["vram_gb"]
-        conditions.append(total >= filters.min_total_vram_gb)
+    conditions = []
+    for f in _BOUNDS:
+        value = getattr(filters, f.name)
+        if value is not None:
+            first, *more = f.columns
+            compared = columns[first] if not more else np.prod([columns[c] for c in f.columns], 0)
+            conditions.append(_COMPARE[f.compare](compared, value))
     return conditions
 
 
-class _Kinds:
-    """Each row's kind: its values of every text and flag a filter reads (provider, pricing,
-    country, available, ...), as one code. Those filters are evaluated once per kind (a few
-    hundred for 100,000 benchmark offers) and kept per question of them (`passing`): a row
-    then passes them by one lookup of its kind."""
+class _ValueCombinations:
+    """Each row's combination of the values of every text and flag a filter reads (provider,
+    pricing, country, available, ...), as one code. Those filters are evaluated once per
+    combination (a few hundred for 100,000 benchmark offers) and kept per question of them
+    (`passing`): a row then passes them by one lookup of its combination."""
 
     def __init__(self, columns: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
-        values = [columns[name].astype(np.int64) for name in _KIND_COLUMNS]
-        if math.prod(sizes[name] for name in _KIND_COLUMNS) < 2**63:
+        values = [columns[name].astype(np.int64) for name in _COMBINATION_COLUMNS]
+        if math.prod(sizes[name] for name in _COMBINATION_COLUMNS) < 2**63:
             # one number per row: its values in mixed radix (`sizes`: how many each column has)
             number, radix = np.zeros(len(values[0]), np.int64), 1
-            for name, value in zip(_KIND_COLUMNS, values, strict=True):
+            for name, value in zip(_COMBINATION_COLUMNS, values, strict=True):
                 number += value * radix
                 radix *= sizes[name]
             _, first, codes = np.unique(number, return_index=True, return_inverse=True)
@@ -378,7 +372,7 @@ class _Kinds:
             stacked = np.stack(values, axis=1)
             _, first, codes = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
         self.codes = codes.reshape(-1).astype(np.intp)
-        self.columns = {name: columns[name][first] for name in _KIND_COLUMNS}
+        self.columns = {name: columns[name][first] for name in _COMBINATION_COLUMNS}
         self._passing: dict[tuple[Any, ...], Mask | None] = {}
 
     def passing(
@@ -386,12 +380,12 @@ class _Kinds:
         filters: OfferFilters,
         conditions: Callable[[dict[str, np.ndarray], OfferFilters], list[Mask]],
     ) -> Mask | None:
-        """Which kinds pass the filters' text and flag conditions (None: every kind)."""
-        key = tuple(getattr(filters, name) for name in _KIND_FILTERS)
+        """Which combinations pass the filters' text and flag conditions (None: every one)."""
+        key = tuple(getattr(filters, f.name) for f in _BY_COMBINATION)
         if key in self._passing:
             return self._passing[key]
         passing = _all_of(conditions(self.columns, filters))
-        if len(self._passing) >= _KIND_QUESTIONS_KEPT:
+        if len(self._passing) >= _COMBINATION_QUESTIONS_KEPT:
             self._passing.clear()  # the few kept again as they are asked
         self._passing[key] = passing
         return passing

@@ -66,8 +66,8 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[dict[str, Any]]:
     """One row per (gpu, form factor, provider, pricing, bucket) with a good snapshot."""
     sql, params = history_sql(f)
-    # Bucket starts travel as epoch microseconds: building aware datetimes here is ~3x cheaper
-    # than the driver's per-value time zone conversion (a year of 1h buckets is 50k+ rows).
+    # Bucket starts travel as epoch microseconds: building aware datetimes here is cheaper than
+    # the driver's per-value time zone conversion (a year of 1h buckets is 50k+ rows).
     cursor = conn.execute(
         f"SELECT * REPLACE (epoch_us(t) AS t) FROM ({sql}) "
         "ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t",
@@ -105,7 +105,8 @@ def _bucket_start(interval: str) -> str:
     """`time_bucket` over the UTC wall clock as a plain TIMESTAMP, back to TIMESTAMPTZ.
 
     On a TIMESTAMPTZ, day and week buckets go through ICU calendar arithmetic for every row
-    (~25x slower at a year of summaries); on the epoch microseconds they are integer arithmetic.
+    (slow over a year of summaries: bench/history.py); on the epoch microseconds they are
+    integer arithmetic.
     Same buckets, since the warehouse's time zone is UTC.
     """
     return (

@@ -11,13 +11,15 @@ true on SXM boards, NULL where the catalog cannot tell, e.g. a PCIe card a bridg
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, make_dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from warehouse.filters import FILTERS, Filter, sql_condition
 
 __all__ = [
     "DERIVED_COLUMNS",
@@ -79,91 +81,36 @@ def sort_columns(sort: SortKey) -> list[tuple[str, bool]]:
     return [(field, descending), *rest]
 
 
-@dataclass(frozen=True, slots=True)
-class OfferFilters:
-    """Filters over offers, already resolved: `gpus` is a set of canonical ids, names checked.
-
-    The pipeline's `OfferScope` is what users give; this is what SQL (and the in-memory copy of
-    the current offers) evaluates. None or empty means "any".
-    """
-
-    gpus: frozenset[str] | None = None
-    providers: frozenset[str] | None = None
-    pricing: str | None = None
-    region: str | None = None
-    form_factor: str | None = None
-    max_price_per_gpu_hour: float | None = None
-    max_price_per_hour: float | None = None
-    gpu_count: int | None = None
-    min_gpu_count: int | None = None
-    min_vram_gb: float | None = None
-    min_total_vram_gb: float | None = None
-    min_reliability: float | None = None
-    verified: bool = False
-    nvlink: bool = False
-    min_vcpus: float | None = None
-    min_ram_gb: float | None = None
-    min_disk_gb: float | None = None
-    include_unavailable: bool = False
-    countries: frozenset[str] | None = None
-    continent: str | None = None
-    jurisdiction: Literal["eea", "eu"] | None = None
-    """Offers whose known country is in it (an unknown country never matches)."""
-    sort: SortKey = "price_per_gpu_hour"
-    limit: int | None = None
-    as_of: datetime | None = None
-    """None: the current snapshots; else each provider's last good snapshot at or before it."""
-    gpu_figures: tuple[GpuFigure, ...] = ()
-    """The catalog's figures behind the derived columns (none: they are NULL)."""
+def _given(self: Any) -> list[tuple[Filter, Any]]:
+    """The declared filters this one sets to something other than "any", with their values."""
+    return [(f, value) for f in FILTERS if f.given(value := getattr(self, f.name))]
 
 
-_COMPARED: tuple[tuple[str, str], ...] = (
-    ("pricing", "pricing = ?"),
-    ("form_factor", "form_factor = ?"),
-    ("region", "contains(lower(region), lower(?))"),
-    ("max_price_per_gpu_hour", "price_per_gpu_hour <= ?"),
-    ("max_price_per_hour", "price_per_hour <= ?"),
-    ("gpu_count", "gpu_count = ?"),
-    ("min_gpu_count", "gpu_count >= ?"),
-    ("min_vram_gb", "vram_gb >= ?"),
-    ("min_total_vram_gb", "gpu_count * vram_gb >= ?"),
-    ("min_reliability", "reliability >= ?"),
-    ("min_vcpus", "vcpus >= ?"),
-    ("min_ram_gb", "ram_gb >= ?"),
-    ("min_disk_gb", "disk_gb >= ?"),
-    ("continent", "continent = ?"),
+OfferFilters = make_dataclass(
+    "OfferFilters",
+    [
+        *((f.name, Any, field(default=f.default)) for f in FILTERS),
+        ("sort", SortKey, field(default="price_per_gpu_hour")),
+        ("limit", int | None, field(default=None)),
+        ("as_of", datetime | None, field(default=None)),
+        ("gpu_figures", tuple[GpuFigure, ...], field(default=())),
+    ],
+    namespace={"given": _given, "__module__": __name__},
+    frozen=True,
+    slots=True,
 )
-"""Filters that compare a column with the filter's value (None: any); a NULL column never
-passes (SQL), as `warehouse.current` evaluates them too."""
+OfferFilters.__doc__ = """Filters over offers, already resolved: one field per row of
+`warehouse.filters.FILTERS` (`gpus` a set of canonical ids, names checked; None, empty or a
+false flag mean "any"), then the answer's `sort` and `limit`, `as_of` (None: the current
+snapshots; else each provider's last good snapshot at or before it) and `gpu_figures` (the
+catalog's figures behind the derived columns; none: they are NULL). The pipeline's `OfferScope`
+is what users give; this is what SQL (and the in-memory copy of the current offers) evaluates."""
 
 
-def scope_conditions(f: OfferFilters, params: list[Any]) -> list[str]:
-    """SQL conditions for every scope filter of `f`, on any relation with the offer columns."""
-    conditions: list[str] = []
-
-    def add(condition: str, value: Any) -> None:
-        conditions.append(condition)
-        params.append(value)
-
-    if f.gpus is not None:  # an empty set matches nothing (a GPU id the offers lack)
-        add("gpu IN (SELECT unnest(?))", sorted(f.gpus))
-    if f.providers is not None:
-        add("provider IN (SELECT unnest(?))", sorted(f.providers))
-    if f.countries:
-        add("country IN (SELECT unnest(?))", sorted(f.countries))
-    for name, condition in _COMPARED:
-        value = getattr(f, name)
-        if value is not None and value != "":
-            add(condition, value)
-    if f.verified:
-        conditions.append("verified IS TRUE")
-    if f.nvlink:
-        conditions.append("nvlink IS TRUE")  # derived: see offers_relation
-    if not f.include_unavailable:
-        conditions.append("available")
-    if f.jurisdiction is not None:
-        conditions.append(f"{f.jurisdiction} IS TRUE")  # a column: eea or eu
-    return conditions
+def scope_conditions(f: Any, params: list[Any]) -> list[str]:
+    """SQL conditions for every scope filter of `f` (an `OfferFilters`), on any relation with
+    the offer columns."""
+    return [sql_condition(declared, value, params) for declared, value in f.given()]
 
 
 NEWEST_SNAPSHOT = "{'observed': observed_at, 'finished': finished_at}"
@@ -183,9 +130,9 @@ SNAPSHOTS_AS_OF = """
 """
 """Each provider's last good snapshot at or before `?` (`NEWEST_SNAPSHOT` order): its observed
 time, run and size. The newest time first (a plain `max`), then the last finished run at that
-time among the few runs that share it: one `arg_max` over a struct (or over one combined key)
-for every run up to `?` was 5-25x slower. `as_of` asks it once, for the freshness and the
-offers both."""
+time among the few runs that share it, rather than one `arg_max` over a struct (or over one
+combined key) for every run up to `?` (slower: bench/history.py's as_of). `as_of` asks it once,
+for the freshness and the offers both."""
 
 _FIGURES = "STRUCT(gpu VARCHAR, form_factor VARCHAR, dense_pflops DOUBLE, nvlink BOOLEAN)[]"
 
@@ -263,7 +210,7 @@ def snapshots_source(
     subquery and its parameters: `observed_at` bounded by constants, so that DuckDB reads only
     the row groups of those snapshots."""
     times = [observed_at for _, observed_at in snapshots]
-    # One parameter per run (a provider each): `IN (SELECT unnest(?))` planned ~2 ms slower.
+    # One parameter per run (a provider each): `IN (SELECT unnest(?))` plans slower.
     runs = ", ".join("?" * len(snapshots)) or "NULL"
     source = f"""(SELECT * FROM offer_observations
         WHERE run_id IN ({runs}) AND observed_at BETWEEN ? AND ?)"""

@@ -124,8 +124,8 @@ def _check_columns(conn: duckdb.DuckDBPyConnection, batch: str, table: str) -> N
 def _one_thread(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """DuckDB on one thread for the bulk inserts of a run, then back to its setting.
 
-    Measured on 2 cores (bench/ingest.py, 186k rows): one thread inserts an Arrow batch in about
-    half the wall time and half the CPU of two. The setting is the database's, so readers during
+    One thread inserts an Arrow batch in less wall time and CPU than two (bench/ingest.py prints
+    the store stage beside a raw insert). The setting is the database's, so readers during
     the write (well under a second) get one thread too. Not on a DuckLake (its collectors and
     their leases misbehaved with it in tests/lake; unmeasured there).
     """

@@ -14,14 +14,11 @@ from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from api.cli.common import print_error
-from pipeline.market.scope import OfferScope
+from pipeline.market.scope import MORE_FLAGS, OfferScope
 
 __all__ = ["scope_options", "validation_line"]
 
 R = TypeVar("R")
-
-_MORE_FLAGS = {"providers": ("-p",), "min_gpu_count": ("--min-gpus",)}
-"""Short or older spellings kept beside the flag made from the field's name."""
 
 
 def _flag(name: str, field: FieldInfo) -> str:
@@ -44,7 +41,7 @@ def _cli_type(annotation: Any) -> Any:
 
 
 def _option(name: str, field: FieldInfo) -> inspect.Parameter:
-    flags = (_flag(name, field), *_MORE_FLAGS.get(name, ()))
+    flags = (_flag(name, field), *MORE_FLAGS.get(name, ()))
     kind = _cli_type(field.annotation)
     option = typer.Option(*flags, help=field.description)
     return inspect.Parameter(

@@ -39,7 +39,7 @@ def _run(settings: Settings) -> None:
 
     from api.app import create_app
     from api.rest.connections import uvicorn_limits
-    from api.rest.edge import tune_for_serving
+    from api.rest.middleware import tune_for_serving
 
     # fail here, with one line, if the file is held
     warehouse = Warehouse.open(settings.warehouse_target)

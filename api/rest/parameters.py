@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin
-from urllib.parse import unquote_plus
 
 from fastapi import Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -23,7 +22,6 @@ __all__ = [
     "Names",
     "QueryModel",
     "query_model",
-    "query_pairs",
     "revalidated",
 ]
 
@@ -62,31 +60,13 @@ def revalidated(model: type[M], params: BaseModel) -> M:
         ) from None
 
 
-def query_pairs(raw: bytes) -> list[tuple[str, str]]:
-    """The (name, value) pairs of a raw query string, as `QueryParams` reads them (latin-1
-    bytes, `+` and %-escapes decoded as UTF-8, blank values kept), in a third of its time."""
-    pairs = []
-    for part in raw.decode("latin-1").split("&"):
-        if part:
-            name, _, value = part.partition("=")
-            if "%" in part or "+" in part:
-                name, value = unquote_plus(name), unquote_plus(value)
-            pairs.append((name, value))
-    return pairs
-
-
 @dataclass(frozen=True, slots=True)
 class QueryModel(Generic[M]):
     """How a route reads `model` from its query string (see `query_model`)."""
 
     parse: Callable[[QueryParams], M]
     """The model from the parameters; `ValidationError` when they do not make one."""
-    parse_raw: Callable[[bytes, dict[str, Any]], M | None]
-    """The model from a raw query string (ASGI's `query_string`) and the values of the names
-    it does not give, None when a name is not the model's; `ValidationError` when the values do
-    not make one. `parse` without building a `QueryParams` (a third of the parsing time of a
-    search)."""
-    read: Callable[[Request], M]
+    read: Callable[[Request], Awaitable[M]]
     """The FastAPI dependency: `parse`, with a 422 naming the parameter otherwise."""
     openapi: dict[str, Any]
     """The route's `openapi_extra`: the parameters, documented."""
@@ -95,8 +75,9 @@ class QueryModel(Generic[M]):
 def query_model(model: type[M]) -> QueryModel[M]:
     """Read `model` from the query string in one pydantic call, and document its parameters.
 
-    FastAPI's own `Annotated[Model, Query()]` inspects every field's annotation on each request:
-    about 1 ms for `/offers`' thirty fields, half of a whole answer. Here a list field (tuple or
+    Starlette reads the query string (`request.query_params`) and the model validates it in one
+    call: FastAPI's own `Annotated[Model, Query()]` inspects every field's annotation on each
+    request, too slow for `/offers`' thirty fields (bench/load.py). A list field (tuple or
     list) takes every value given; any other field the last one, as FastAPI does. Unknown names
     are refused by the model (`extra="forbid"`) and, before it, by `known_query_only`, which
     reads the names from the documented parameters.
@@ -113,19 +94,7 @@ def query_model(model: type[M]) -> QueryModel[M]:
             {k: params.getlist(k) if k in lists else params[k] for k in params}
         )
 
-    def parse_raw(raw: bytes, defaults: dict[str, Any]) -> M | None:
-        names = documented  # the names the route takes (`known_query_only`)
-        values: dict[str, Any] = dict(defaults)
-        for name, value in query_pairs(raw):
-            if name not in names:
-                return None
-            if name in lists:
-                values.setdefault(name, []).append(value)
-            else:
-                values[name] = value
-        return model.model_validate(values)
-
-    def read(request: Request) -> M:
+    async def read(request: Request) -> M:  # async: a sync dependency costs a thread hop
         try:
             return parse(request.query_params)
         except ValidationError as exc:
@@ -134,7 +103,6 @@ def query_model(model: type[M]) -> QueryModel[M]:
             ) from None
 
     schema = model.model_json_schema(by_alias=True)
-    documented = frozenset(schema["properties"])
     defs = schema.get("$defs", {})
     required = set(schema.get("required", ()))
     parameters = []
@@ -146,4 +114,4 @@ def query_model(model: type[M]) -> QueryModel[M]:
         if description:
             parameter["description"] = description
         parameters.append(parameter)
-    return QueryModel(parse, parse_raw, read, {"parameters": parameters})
+    return QueryModel(parse, read, {"parameters": parameters})

@@ -38,7 +38,7 @@ Order = Literal["asc", "desc"]
 NODE_FIELDS: tuple[tuple[str, str, bool], ...] = tuple(
     (field.alias or name, field.description or name, field.annotation is bool)
     for name, field in OfferScope.model_fields.items()
-    if name in NODE_SCOPE | {"max_price_per_gpu_hour"}
+    if name in NODE_SCOPE
 )
 """The node filters the page's form shows: (query name, label, whether a checkbox), from the
 scope's own fields; `PageQuery.node` keeps what was typed and the scope checks it."""

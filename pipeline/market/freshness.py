@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -23,8 +23,7 @@ __all__ = [
     "ProviderFreshness",
     "provider_freshness",
     "provider_status",
-    "rate_is_stale",
-    "rate_stale_rows",
+    "stale_marks",
     "stored_rate_dates",
 ]
 
@@ -32,19 +31,18 @@ MAX_RATE_AGE = timedelta(days=7)
 """An offer converted with an exchange rate older than this (before its observation) is stale."""
 
 
-def rate_is_stale(offer: dict[str, Any]) -> bool:
-    """Whether `offer` (a row) was converted to USD with a rate over `MAX_RATE_AGE` old."""
-    fx_date, observed_at = offer.get("fx_date"), offer.get("observed_at")
-    if fx_date is None or observed_at is None:
-        return False
-    return bool(observed_at.date() - fx_date > MAX_RATE_AGE)
-
-
-def rate_stale_rows(table: pa.Table) -> npt.NDArray[np.bool_]:
-    """`rate_is_stale` of every row of `table` (its `fx_date` and `observed_at` columns) at once."""
-    observed_on = pc.cast(pc.cast(table["observed_at"], pa.timestamp("us")), pa.date32())
-    days = pc.days_between(table["fx_date"], observed_on)
+def stale_marks(offers: pa.Table, stale_providers: Collection[str]) -> npt.NDArray[np.bool_]:
+    """Whether each offer of `offers` (its `provider`, `fx_date` and `observed_at` columns) is
+    stale: its provider's snapshot is, or it was converted to USD with a rate over
+    `MAX_RATE_AGE` older than its observation."""
+    if not offers.num_rows:
+        return np.zeros(0, np.bool_)
+    observed_on = pc.cast(pc.cast(offers["observed_at"], pa.timestamp("us")), pa.date32())
+    days = pc.days_between(offers["fx_date"], observed_on)
     stale = pc.fill_null(pc.greater(days, MAX_RATE_AGE.days), False)
+    if stale_providers:
+        of_provider = pc.is_in(offers["provider"], pa.array(sorted(stale_providers), pa.string()))
+        stale = pc.or_(stale, pc.fill_null(of_provider, False))
     return np.asarray(stale.to_numpy(zero_copy_only=False), dtype=np.bool_)
 
 

@@ -1,7 +1,9 @@
 """Which offers: the one filter scope every front end shares.
 
-`OfferScope` declares each filter once (name, type, bounds, description); `resolve` turns it
-into the warehouse's `OfferFilters` (GPU names to canonical ids, providers and places checked).
+`OfferScope` has one field per filter declared in `warehouse.filters.FILTERS` (name, alias,
+type, bounds, description); the filters that need a lookup (a GPU name to ids, providers,
+countries, a continent) or a type of the pipeline's keep one resolver each (`_RESOLVERS`).
+`resolve` turns a scope into the warehouse's `OfferFilters`.
 Offers, exports, history, quotes, alerts, the CLI and the web page all take it. A front end that
 honours only some fields names them (`HISTORY_SCOPE`, ...): its API model and CLI options are
 built from those fields (`scope_fields`), so any other field is a 422 or a usage error.
@@ -9,7 +11,9 @@ built from those fields (`scope_fields`), so any other field is a 422 or a usage
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -30,11 +34,13 @@ from pipeline.location import get_locator
 from pipeline.market.catalog_figures import gpu_figures
 from scrapers.models import FormFactor, Pricing
 from warehouse import OfferFilters
+from warehouse.filters import FILTERS, MAX_GPUS, Filter
 
 __all__ = [
     "ALL_SCOPE",
     "MAX_NAME_CHARS",
     "MAX_NAMES",
+    "MORE_FLAGS",
     "NODE_SCOPE",
     "Name",
     "OfferScope",
@@ -51,14 +57,6 @@ MAX_NAME_CHARS = 200
 """Longest GPU, provider, region or place name accepted (the longest real one is ~60)."""
 Name = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS)]
 """A GPU, model, provider, region or place name as accepted anywhere: 1 to 200 characters."""
-MAX_PRICE_USD = 1e6
-"""Highest price bound accepted, USD per GPU-hour."""
-MAX_GPUS = 1024
-"""Most GPUs an offer filter asks for."""
-MAX_VRAM_GB = 1024.0
-"""Most memory per GPU a filter asks for (the offer model refuses more)."""
-MAX_HOST_UNITS = 1e6
-"""Highest vCPU, RAM or disk bound accepted (GB or vCPUs)."""
 
 
 def split_names(values: Any) -> tuple[str, ...]:
@@ -104,92 +102,70 @@ def _gpu_shorthand_checked(cls: type, data: Any) -> Any:
     return data
 
 
-class OfferScope(BaseModel):
-    """Which offers. Field names are the pipeline's; aliases are the API's and the CLI's."""
+@dataclass(frozen=True, slots=True)
+class _Resolver:
+    """How a filter that needs a lookup is given (its scope field's type and extra settings)
+    and resolved (the value `OfferFilters` takes, from the given one and the catalog)."""
 
+    annotation: Any
+    resolve: Callable[[Any, Catalog], Any]
+    default: Any = None
+    settings: dict[str, Any] = dataclass_field(default_factory=dict)
+
+
+def _providers(names: tuple[str, ...], _catalog: Catalog) -> frozenset[str] | None:
+    for name in names:
+        provider_module(name)  # an unknown provider raises, naming the known ones
+    return frozenset(names) or None
+
+
+def _text(value: Any, _catalog: Catalog) -> str | None:
+    return str(value) if value else None
+
+
+_RESOLVERS: dict[str, _Resolver] = {
+    "gpus": _Resolver(
+        Name | None,
+        lambda name, cat: cat.ids_for_query(name) if name else None,
+        settings={"examples": ["A100-80GB"]},
+    ),
+    "providers": _Resolver(tuple[str, ...], _providers, (), {"max_length": MAX_NAMES}),
+    "pricing": _Resolver(Pricing | None, _text),
+    "form_factor": _Resolver(FormFactor | None, _text),
+    "countries": _Resolver(
+        tuple[str, ...],
+        lambda codes, _cat: get_locator().check_countries(codes),
+        (),
+        {"max_length": MAX_NAMES},
+    ),
+    "continent": _Resolver(Name | None, lambda name, _cat: get_locator().check_continent(name)),
+    "jurisdiction": _Resolver(Literal["eea", "eu"] | None, lambda value, _cat: value),
+}
+"""The filters whose value needs a lookup or a type of the pipeline's, one resolver each."""
+
+
+def _scope_field(f: Filter) -> tuple[Any, FieldInfo]:
+    """The scope field of one declared filter."""
+    common: dict[str, Any] = {"description": f.description, "alias": f.alias}
+    if f.resolved:
+        resolver = _RESOLVERS[f.name]
+        return resolver.annotation, Field(resolver.default, **common, **resolver.settings)
+    if f.type is bool:
+        return bool, Field(False, **common)
+    if f.type is str:
+        return Name | None, Field(None, **common)
+    return f.type | None, Field(None, ge=f.ge, le=f.le, allow_inf_nan=False, **common)
+
+
+class _Scope(BaseModel):
     model_config = ConfigDict(
         extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False
     )
 
-    gpu: Name | None = Field(
-        None,
-        description="Canonical id (A100-80GB), family (A100) or any provider spelling",
-        examples=["A100-80GB"],
+    _split = field_validator("providers", "countries", mode="before", check_fields=False)(
+        _split_values
     )
-    providers: tuple[str, ...] = Field(
-        (),
-        alias="provider",
-        max_length=MAX_NAMES,
-        description="Provider name; repeat or comma-separate for several",
-    )
-    pricing: Pricing | None = Field(None, description="on_demand or spot")
-    region: Name | None = Field(None, description="Case-insensitive part of the region text")
-    form_factor: FormFactor | None = Field(None, description="SXM, PCIe or NVL")
-    countries: tuple[str, ...] = Field(
-        (),
-        alias="country",
-        max_length=MAX_NAMES,
-        description="ISO 3166-1 alpha-2 codes, repeated or comma-separated, e.g. DE,FR",
-    )
-    continent: Name | None = Field(None, description="e.g. Europe, North America")
-    jurisdiction: Literal["eea", "eu"] | None = Field(
-        None, description="eea or eu: offers whose known country is in it (unknown never matches)"
-    )
-    max_price_per_gpu_hour: float | None = Field(
-        None,
-        alias="max_price_per_gpu",
-        ge=0,
-        le=MAX_PRICE_USD,
-        allow_inf_nan=False,
-        description="Upper bound, USD per GPU-hour",
-    )
-    max_price_per_hour: float | None = Field(
-        None,
-        ge=0,
-        le=MAX_PRICE_USD * MAX_GPUS,
-        allow_inf_nan=False,
-        description="Upper bound, USD per hour for the whole offer",
-    )
-    gpu_count: int | None = Field(
-        None,
-        ge=1,
-        le=MAX_GPUS,
-        description="Offers with exactly this many GPUs (gpu=H100:8 says the same)",
-    )
-    min_gpu_count: int | None = Field(
-        None, ge=1, le=MAX_GPUS, description="Offers with at least this many GPUs"
-    )
-    min_vram_gb: float | None = Field(
-        None, ge=0, le=MAX_VRAM_GB, description="Lower bound, GB of memory per GPU"
-    )
-    min_total_vram_gb: float | None = Field(
-        None,
-        ge=0,
-        le=MAX_VRAM_GB * MAX_GPUS,
-        description="Lower bound, GB of GPU memory over the whole offer",
-    )
-    min_reliability: float | None = Field(
-        None, ge=0, le=1, description="Lower bound of the provider's reliability score, 0 to 1"
-    )
-    verified: bool = Field(False, description="Only offers the provider marks verified")
-    nvlink: bool = Field(
-        False, description="Only offers whose GPUs are linked by NVLink (e.g. SXM boards)"
-    )
-    min_vcpus: float | None = Field(
-        None, ge=0, le=MAX_HOST_UNITS, description="Lower bound, vCPUs of the whole offer"
-    )
-    min_ram_gb: float | None = Field(
-        None, ge=0, le=MAX_HOST_UNITS, description="Lower bound, GB of host RAM"
-    )
-    min_disk_gb: float | None = Field(
-        None, ge=0, le=MAX_HOST_UNITS, description="Lower bound, GB of disk"
-    )
-    include_unavailable: bool = Field(
-        False, description="Also list offers that are listed but not rentable now"
-    )
-
-    _split = field_validator("providers", "countries", mode="before")(_split_values)
-    _lower = field_validator("jurisdiction", mode="before")(_lower_value)
+    _lower = field_validator("jurisdiction", mode="before", check_fields=False)(_lower_value)
     _shorthand = model_validator(mode="before")(_gpu_shorthand)
 
     def given(self) -> set[str]:
@@ -206,6 +182,15 @@ class OfferScope(BaseModel):
             )
 
 
+OfferScope: Any = create_model(
+    "OfferScope",
+    __base__=_Scope,
+    __doc__="Which offers: one field per declared filter (`warehouse.filters.FILTERS`). Field "
+    "names are the pipeline's; aliases are the API's and the CLI's.",
+    __module__=__name__,
+    **{f.field: _scope_field(f) for f in FILTERS},
+)
+
 _SCOPE_FIELDS: tuple[str, ...] = tuple(OfferScope.model_fields)
 _ANY = {name: field.default for name, field in OfferScope.model_fields.items()}
 
@@ -214,56 +199,22 @@ PLACE_SCOPE = frozenset(
     {"gpu", "providers", "pricing", "region", "countries", "continent", "jurisdiction"}
 )
 """What every front end honours: the GPU, who sells it, how it is priced and where it is."""
-NODE_SCOPE = frozenset(
-    {
-        "gpu_count",
-        "min_gpu_count",
-        "min_vram_gb",
-        "min_total_vram_gb",
-        "max_price_per_hour",
-        "min_reliability",
-        "verified",
-        "nvlink",
-        "min_vcpus",
-        "min_ram_gb",
-        "min_disk_gb",
-    }
-)
-"""The shape of one offer (its node): what a front end over individual offers can honour."""
+NODE_SCOPE = frozenset(f.field for f in FILTERS if f.node)
+"""Bounds on one offer (its node, its price): what a front end over single offers can honour."""
+MORE_FLAGS = {f.field: f.more_flags for f in FILTERS if f.more_flags}
+"""The CLI's short or older spellings of some fields, beside the flag made from the field."""
 
 
-def resolve(scope: OfferScope, catalog: Catalog | None = None, **view: Any) -> OfferFilters:
-    """The warehouse filters for `scope` (unknown GPU, provider, country or continent raise);
-    `view` adds `sort`, `limit`, `as_of` or `include_unavailable`."""
-    for name in scope.providers:
-        provider_module(name)
-    locator = get_locator()
+def resolve(scope: Any, catalog: Catalog | None = None, **view: Any) -> OfferFilters:
+    """The warehouse filters for `scope` (an `OfferScope`: an unknown GPU, provider, country or
+    continent raises); `view` adds `sort`, `limit`, `as_of` or `include_unavailable`."""
     cat = catalog or get_catalog()
     values = {
-        "gpus": cat.ids_for_query(scope.gpu) if scope.gpu else None,
-        "providers": frozenset(scope.providers) or None,
-        "pricing": str(scope.pricing) if scope.pricing else None,
-        "region": scope.region,
-        "form_factor": str(scope.form_factor) if scope.form_factor else None,
-        "max_price_per_gpu_hour": scope.max_price_per_gpu_hour,
-        "max_price_per_hour": scope.max_price_per_hour,
-        "gpu_count": scope.gpu_count,
-        "min_gpu_count": scope.min_gpu_count,
-        "min_vram_gb": scope.min_vram_gb,
-        "min_total_vram_gb": scope.min_total_vram_gb,
-        "min_reliability": scope.min_reliability,
-        "verified": scope.verified,
-        "nvlink": scope.nvlink,
-        "min_vcpus": scope.min_vcpus,
-        "min_ram_gb": scope.min_ram_gb,
-        "min_disk_gb": scope.min_disk_gb,
-        "include_unavailable": scope.include_unavailable,
-        "countries": locator.check_countries(scope.countries),
-        "continent": locator.check_continent(scope.continent),
-        "jurisdiction": scope.jurisdiction,
-        "gpu_figures": gpu_figures(cat),
+        f.name: _RESOLVERS[f.name].resolve(value, cat) if f.resolved else value
+        for f in FILTERS
+        if (value := getattr(scope, f.field)) is not None
     }
-    return OfferFilters(**{**values, **view})
+    return OfferFilters(**{**values, "gpu_figures": gpu_figures(cat), **view})
 
 
 def scope_fields(names: Iterable[str]) -> dict[str, tuple[Any, FieldInfo]]:

@@ -1,13 +1,13 @@
 """What `/offers` and `gpuprices offers` answer: offers plus the freshness of their providers.
 
-`answer_offers` asks the warehouse (the CLI, exports, `as_of`). A serving process asks its
-`OfferServer` instead: the one place current offers are served from, with one cache. It holds,
-for the snapshots in force, each provider's status (read once per burst), the current offers in
-memory (`warehouse.current.CurrentOffers`, which evaluates the same `OfferFilters` as the SQL
-and is property-tested against it), every offer's JSON as the front end writes it (made once,
-off the event loop, when the copy is read: `encoded`), and whatever the front end derives from
-them (serialised pages), all dropped together when a provider's snapshot changes. A new
-question is then a selection over NumPy arrays plus a join of bytes already made.
+`answer_offers` asks the warehouse (the CLI, the page, exports). A serving process asks its
+`OfferServer` instead: the one place current offers are served from. It holds, for the
+snapshots in force, each provider's status (read once per burst) and the current offers in
+memory (`warehouse.current.CurrentOffers`, which evaluates the same `OfferFilters` as the SQL),
+dropped together when a provider's snapshot changes; and copies of small past snapshots for
+`as_of`, bounded in bytes. A new question is a selection over NumPy arrays. An answer is offers,
+never bytes: positions in a copy (or rows the warehouse returned) and whether each is stale;
+`api/` writes them.
 """
 
 from __future__ import annotations
@@ -15,58 +15,81 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
 from pipeline.market.freshness import (
     ProviderFreshness,
     provider_freshness,
     provider_status,
-    rate_is_stale,
+    stale_marks,
     stored_rate_dates,
     within_max_age,
 )
 from pipeline.market.history import check_as_of, snapshots_as_of
 from pipeline.market.offers import OfferQuery, current_offers
-from pipeline.market.written import (
-    EncodedAnswer,
-    RowEncoder,
-    WrittenCopy,
-    unwritten_copy,
-    write_copy,
-)
 from pipeline.settings import Settings
 from warehouse import OfferFilters, Warehouse
-from warehouse.current import CurrentOffers
+from warehouse.current import CurrentOffers, Positions
 
 __all__ = ["OfferServer", "OffersAnswer", "answer_offers", "reported_providers"]
-
-T = TypeVar("T")
 
 STATUS_TTL_S = 1.0
 """How long one read of the runs table serves a burst of requests. A run written through this
 process's warehouse shows at once (`Warehouse.generation`); the TTL bounds how late a run
 written by another process (a collector on the same lake) shows."""
-DERIVED_KEPT = 512
-"""Derived answers (e.g. serialised pages) kept per snapshot version, least recently used out."""
 PAST_COPY_ROWS = 10_000
 """`as_of`: the snapshots of a past time, when they hold at most this many offers in all, are
 answered from an in-memory copy like current offers (history does not change: a copy stays
 true); larger ones are asked of the warehouse, which reads only the page asked for."""
-PAST_ROWS_KEPT = 25_000
-"""Offers kept in past copies in all, least recently asked out (~2.4 KB each with their JSON:
-about 60 MB at most)."""
+PAST_BYTES_KEPT = 64 * 1024 * 1024
+"""Bytes of past copies kept in all (their Arrow tables), least recently asked out."""
 
 
 @dataclass(frozen=True, slots=True)
 class OffersAnswer:
-    offers: list[dict[str, Any]]
+    """An answer's offers in order, as positions in an in-memory copy (`copy`, `positions`)
+    or as rows the warehouse returned (`rows`), whether each is stale (`stale`), and the
+    providers it reports on."""
+
     providers: list[ProviderFreshness]
+    stale: npt.NDArray[np.bool_]
+    copy: CurrentOffers | None = None
+    positions: Positions | None = None
+    rows: list[dict[str, Any]] | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.stale)
+
+    @property
+    def offers(self) -> list[dict[str, Any]]:
+        """Each offer as a row, with its `stale` mark."""
+        if self.rows is not None:
+            rows = self.rows
+        elif self.copy is not None and self.positions is not None:
+            rows = self.copy.rows_at(self.positions)
+        else:
+            rows = []
+        return [{**row, "stale": s} for row, s in zip(rows, self.stale.tolist(), strict=True)]
+
+
+_NONE = OffersAnswer([], np.zeros(0, np.bool_))
+_MARKED = pa.schema(
+    [
+        ("provider", pa.string()),
+        ("fx_date", pa.date32()),
+        ("observed_at", pa.timestamp("us", "UTC")),
+    ]
+)
+"""The columns an offer's stale mark is made from (`stale_marks`)."""
+_MARKED_COLUMNS = _MARKED.names
 
 
 def _within_max_age(
@@ -119,29 +142,26 @@ def answer_offers(
     now: datetime,
     freshness: Sequence[ProviderFreshness],
     max_age: timedelta | None = None,
-    offers: Callable[[OfferQuery], list[dict[str, Any]]] | None = None,
 ) -> OffersAnswer:
-    """Offers now (or as of `query.as_of`), each marked stale with its provider.
+    """Offers now (or as of `query.as_of`), asked of the warehouse, each marked stale with its
+    provider.
 
     `max_age` leaves out providers whose snapshot is older than that; a provider whose last run
-    failed still serves its last good snapshot, marked stale. `offers` answers the query
-    (default: the warehouse).
+    failed still serves its last good snapshot, marked stale.
     """
-    select = offers or (lambda q: current_offers(warehouse, q))
+    snapshots = None
     if query.as_of is not None:  # each provider's snapshot then, found once for both uses
         check_as_of(query.as_of, now, settings.retention)
-        snapshots = snapshots_as_of(warehouse, query.as_of)
-        freshness = _as_of_freshness(settings, query.as_of, snapshots)
-        runs = [(snap["run_id"], snap["observed_at"]) for snap in snapshots]
-        select = lambda q: current_offers(warehouse, q, snapshots=runs)  # noqa: E731
+        found = snapshots_as_of(warehouse, query.as_of)
+        freshness = _as_of_freshness(settings, query.as_of, found)
+        snapshots = [(snap["run_id"], snap["observed_at"]) for snap in found]
     restricted = _within_max_age(query, freshness, max_age)
     if restricted is None:
-        return OffersAnswer(offers=[], providers=[])
-    stale = {f.provider for f in freshness if f.stale}
-    rows = select(restricted)
-    for row in rows:  # fresh dicts, ours to mark
-        row["stale"] = row["provider"] in stale or rate_is_stale(row)
-    return OffersAnswer(offers=rows, providers=reported_providers(freshness, restricted.providers))
+        return _NONE
+    rows = current_offers(warehouse, restricted, snapshots=snapshots)
+    marked = pa.Table.from_pylist([{k: row[k] for k in _MARKED_COLUMNS} for row in rows], _MARKED)
+    stale = stale_marks(marked, {f.provider for f in freshness if f.stale})
+    return OffersAnswer(reported_providers(freshness, restricted.providers), stale, rows=rows)
 
 
 @dataclass(slots=True)
@@ -153,8 +173,8 @@ class _Snapshots:
     read_at: float
     generation: int
     copy: CurrentOffers | None = None
-    encoded: WrittenCopy | None = None
-    derived: OrderedDict[Hashable, Any] | None = None
+    marks: tuple[frozenset[str], npt.NDArray[np.bool_]] | None = None
+    """Every offer's stale mark in the copy, and for which stale providers."""
     freshness: tuple[datetime, list[ProviderFreshness]] | None = None
     """The last freshness made from this read, and for which second."""
 
@@ -172,8 +192,7 @@ class OfferServer:
         self._lock = threading.Lock()
         self._reading = threading.Lock()
         self._held: _Snapshots | None = None
-        self._writing = threading.Lock()
-        self._past: OrderedDict[tuple[str, ...], tuple[CurrentOffers, WrittenCopy]] = OrderedDict()
+        self._past: OrderedDict[tuple[str, ...], CurrentOffers] = OrderedDict()
 
     def _fresh(self) -> _Snapshots | None:
         held = self._held
@@ -188,26 +207,6 @@ class OfferServer:
     def warm(self) -> bool:
         """Whether the status needs no read now."""
         return self._fresh() is not None
-
-    def ready(self, encoder: RowEncoder) -> bool:
-        """Whether the snapshots in force are read, held in memory and written by `encoder`:
-        a question is then a selection over arrays and a join of bytes, nothing more."""
-        return self._ready(encoder) is not None
-
-    def _ready(self, encoder: RowEncoder) -> tuple[CurrentOffers, WrittenCopy] | None:
-        """The copy in force and its JSON by `encoder`, where both are made; reads nothing."""
-        held = self._fresh()
-        if held is None or held.copy is None or held.encoded is None:
-            return None
-        return (held.copy, held.encoded) if held.encoded.encoder is encoder else None
-
-    def peek(self, key: Hashable) -> Any | None:
-        """What `derived(key, ...)` holds for the snapshots in force, reading nothing; else None."""
-        held = self._fresh()
-        if held is None or held.derived is None:
-            return None
-        with self._lock:
-            return held.derived.get(key)
 
     def _snapshots(self) -> _Snapshots:
         held = self._fresh()
@@ -226,8 +225,7 @@ class OfferServer:
             previous = self._held
             fresh = _Snapshots(status, rate_dates, read_at, generation)
             if previous is not None and previous.version == fresh.version:
-                fresh.copy, fresh.derived = previous.copy, previous.derived  # same snapshots
-                fresh.encoded = previous.encoded
+                fresh.copy, fresh.marks = previous.copy, previous.marks  # the same offers
             self._held = fresh
         return fresh
 
@@ -248,7 +246,7 @@ class OfferServer:
         held.freshness = (key, result)
         return result
 
-    def version(self) -> Hashable:
+    def version(self) -> tuple[tuple[str, str | None], ...]:
         """Names each provider's snapshot in force: equal versions, equal current offers."""
         return self._snapshots().version
 
@@ -263,18 +261,6 @@ class OfferServer:
                     held.copy = copy
         return copy
 
-    def _encoded(self, held: _Snapshots, copy: CurrentOffers, encoder: RowEncoder) -> WrittenCopy:
-        """Every offer of `copy` as `encoder` writes it: made once per copy (off the event
-        loop: the first question after a snapshot changes waits for it)."""
-        made = held.encoded
-        if made is None or made.encoder is not encoder:
-            with self._lock:
-                made = held.encoded
-                if made is None or made.encoder is not encoder:
-                    made = write_copy(copy, encoder)
-                    held.encoded = made
-        return made
-
     def offers(self, query: OfferQuery) -> list[dict[str, Any]]:
         """`current_offers(warehouse, query)`, from memory where the copy answers the filters."""
         filters = query.filters()
@@ -282,116 +268,69 @@ class OfferServer:
             return current_offers(self.warehouse, query)
         return self._copy(self._snapshots(), filters).rows(filters)
 
-    def encoded(
-        self,
-        query: OfferQuery,
-        freshness: Sequence[ProviderFreshness],
-        encoder: RowEncoder,
-        max_age: timedelta | None = None,
-        *,
-        ready_only: bool = False,
-        now: datetime | None = None,
-    ) -> EncodedAnswer | None:
-        """The answer of `answer` with its offers as `encoder` writes them, each written once
-        per snapshot; None where the in-memory copy does not answer the filters (`as_of`,
-        `region`). With `ready_only`, None also unless the copy and its JSON are made for the
-        snapshots in force: nothing is read or made (what the event loop may ask). An `as_of`
-        question (given `now`) is answered from a copy of that time's snapshots when they are
-        small (`PAST_COPY_ROWS`), made once and kept (`PAST_ROWS_KEPT`)."""
-        past = query.as_of is not None
-        if query.region is not None or (past and (now is None or ready_only)):
-            return None
-        if past:
-            check_as_of(query.as_of, now, self.settings.retention)
-            snapshots = snapshots_as_of(self.warehouse, query.as_of)
-            if sum(snap["offer_count"] for snap in snapshots) > PAST_COPY_ROWS:
-                return None
-            freshness = _as_of_freshness(self.settings, query.as_of, snapshots)
-        restricted = _within_max_age(query, freshness, max_age)
-        if restricted is None:
-            return EncodedAnswer.empty(encoder)
-        filters = restricted.filters()
-        if past:
-            copy, made = self._past_copy(snapshots, query.as_of, filters, encoder)
-            filters = replace(filters, as_of=None)  # the copy is that time's
-        elif ready_only:
-            ready = self._ready(encoder)
-            if ready is None:
-                return None
-            copy, made = ready
-        else:
-            held = self._snapshots()
-            copy = self._copy(held, filters)
-            made = self._encoded(held, copy, encoder)
-        positions = copy.select(filters)
-        if past:
-            with self._writing:
-                made.write_missing(copy, positions)
-        stale_providers = frozenset(f.provider for f in freshness if f.stale)
-        codes, names = copy.codes("provider")
-        stale: npt.NDArray[np.bool_] | bool = False  # none is, unless a provider or rate is
-        if stale_providers.issuperset(names):
-            stale = bool(stale_providers)  # every provider of the copy is (if it has any)
-        elif stale_providers or made.any_rate_stale:
-            provider_stale = made.stale_of_providers.get(stale_providers)
-            if provider_stale is None:  # by provider code (the last: none), for this stale set
-                provider_stale = np.array([n in stale_providers for n in names] + [False])
-                made.stale_of_providers[stale_providers] = provider_stale
-            stale = provider_stale[codes[positions]] | made.rate_stale[positions]
-        providers = reported_providers(freshness, restricted.providers)
-        return EncodedAnswer(providers, made, positions, stale)
-
-    def _past_copy(
-        self,
-        snapshots: list[dict[str, Any]],
-        as_of: datetime,
-        filters: OfferFilters,
-        encoder: RowEncoder,
-    ) -> tuple[CurrentOffers, WrittenCopy]:
-        """The copy of these snapshots (each provider's as of `as_of`) and its JSON."""
-        key = tuple(sorted(snap["run_id"] for snap in snapshots))
-        with self._lock:
-            kept = self._past.get(key)
-            if kept is not None:
-                self._past.move_to_end(key)
-                if kept[1].encoder is encoder:
-                    return kept
-        if kept is not None:
-            copy = kept[0]  # another front end's JSON: the same offers, written anew
-        else:
-            runs = [(snap["run_id"], snap["observed_at"]) for snap in snapshots]
-            with self.warehouse.cursor() as cur:
-                copy = CurrentOffers.load(cur, key, filters.gpu_figures, past=(runs, as_of))
-        made = unwritten_copy(copy, encoder)  # written as questions ask for offers
-        with self._lock:
-            self._past[key] = (copy, made)
-            while sum(c.size for c, _ in self._past.values()) > PAST_ROWS_KEPT:
-                self._past.popitem(last=False)
-        return copy, made
-
     def answer(
         self,
         query: OfferQuery,
         now: datetime,
         freshness: Sequence[ProviderFreshness],
         max_age: timedelta | None = None,
-    ) -> OffersAnswer:
-        return answer_offers(
-            self.warehouse, self.settings, query, now, freshness, max_age, offers=self.offers
-        )
+        *,
+        ready_only: bool = False,
+    ) -> OffersAnswer | None:
+        """`answer_offers`, from the in-memory copy of the snapshots in force, or of a past
+        time's snapshots when they are small (`PAST_COPY_ROWS`, made once and kept:
+        `PAST_BYTES_KEPT`); larger ones are asked of the warehouse. With `ready_only`, None
+        unless the copy in force is made and the question is of current offers: nothing is
+        read or made (what the event loop may ask)."""
+        past = query.as_of is not None
+        if past and ready_only:
+            return None
+        if past:
+            check_as_of(query.as_of, now, self.settings.retention)
+            snapshots = snapshots_as_of(self.warehouse, query.as_of)
+            if sum(snap["offer_count"] for snap in snapshots) > PAST_COPY_ROWS:
+                return answer_offers(self.warehouse, self.settings, query, now, freshness, max_age)
+            freshness = _as_of_freshness(self.settings, query.as_of, snapshots)
+        restricted = _within_max_age(query, freshness, max_age)
+        if restricted is None:
+            return _NONE
+        filters = restricted.filters()
+        if past:
+            copy = self._past_copy(snapshots, query.as_of, filters)
+            filters = replace(filters, as_of=None)  # the copy is that time's
+        else:
+            held = self._fresh() if ready_only else self._snapshots()
+            if held is None or (ready_only and held.copy is None):
+                return None
+            copy = self._copy(held, filters)
+        positions = copy.select(filters)
+        stale_providers = frozenset(f.provider for f in freshness if f.stale)
+        if past:
+            marked = copy.table.select(_MARKED_COLUMNS).take(pa.array(positions, pa.int64()))
+            stale = stale_marks(marked, stale_providers)
+        else:  # every offer of the copy marked once per set of stale providers
+            marks = held.marks
+            if marks is None or marks[0] != stale_providers:
+                marks = held.marks = (stale_providers, stale_marks(copy.table, stale_providers))
+            stale = marks[1][positions]
+        providers = reported_providers(freshness, restricted.providers)
+        return OffersAnswer(providers, stale, copy, positions)
 
-    def derived(self, key: Hashable, compute: Callable[[], T]) -> T:
-        """`compute()`, kept with the snapshots in force (recomputed once they change)."""
-        held = self._snapshots()
+    def _past_copy(
+        self, snapshots: list[dict[str, Any]], as_of: datetime, filters: OfferFilters
+    ) -> CurrentOffers:
+        """The copy of these snapshots (each provider's as of `as_of`)."""
+        key = tuple(sorted(snap["run_id"] for snap in snapshots))
         with self._lock:
-            if held.derived is None:
-                held.derived = OrderedDict()
-            if key in held.derived:
-                held.derived.move_to_end(key)
-                return held.derived[key]  # type: ignore[no-any-return]
-        value = compute()
+            kept = self._past.get(key)
+            if kept is not None:
+                self._past.move_to_end(key)
+                return kept
+        runs = [(snap["run_id"], snap["observed_at"]) for snap in snapshots]
+        with self.warehouse.cursor() as cur:
+            copy = CurrentOffers.load(cur, key, filters.gpu_figures, past=(runs, as_of))
         with self._lock:
-            held.derived[key] = value
-            while len(held.derived) > DERIVED_KEPT:
-                held.derived.popitem(last=False)
-        return value
+            self._past[key] = copy
+            while sum(c.table.nbytes for c in self._past.values()) > PAST_BYTES_KEPT:
+                self._past.popitem(last=False)
+        return copy

@@ -33,7 +33,7 @@ router = APIRouter(tags=["quotes"])
 
 _QUOTES = TypeAdapter(list[QuoteOut])
 _CHUNK = 256
-"""Quotes serialized per call: a few ms of GIL each, so the event loop is never held long."""
+"""Quotes serialized per call, few enough that the event loop is never held long."""
 _EMPTY = b'"quotes":[]'
 
 

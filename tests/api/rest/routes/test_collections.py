@@ -6,7 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from api.rest.edge import BODY_LIMITS_BYTES, DEFAULT_BODY_LIMIT_BYTES
+from api.rest.middleware import BODY_LIMITS_BYTES, DEFAULT_BODY_LIMIT_BYTES
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES
 

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from api.rest.deps import get_resolver
-from api.rest.edge import BODY_LIMITS_BYTES, DEFAULT_BODY_LIMIT_BYTES
+from api.rest.middleware import BODY_LIMITS_BYTES, DEFAULT_BODY_LIMIT_BYTES
 from api.rest.problems import PROBLEM_MEDIA_TYPE
 from pipeline.settings import Settings
 

@@ -45,16 +45,16 @@ BODY_LIMITS_BYTES: Mapping[tuple[str, str], int] = {
 GIL_SWITCH_INTERVAL_S = 0.001
 """What `serve` sets (`sys.setswitchinterval`). While a worker thread builds a big page, the event
 loop waits for the GIL up to one switch interval each time it needs it, several times per
-request: 1 ms instead of Python's 5 keeps /healthz and small answers quick, for a negligible
-cost in throughput (bench/edge.py)."""
+request: a shorter interval than Python's 5 ms keeps /healthz and small answers quick, for a
+negligible cost in throughput (bench/edge.py prints both)."""
 
 
 def tune_for_serving() -> None:
     """The interpreter settings of a serving process (`gpuprices serve`), set once at start-up.
 
     The GIL switch interval as above; and `gc.freeze()`: what start-up built (modules, the app)
-    is never scanned again, which cut the longest collection pause (every thread stops) from
-    26 ms to 6 ms while 10,000-offer pages were being built.
+    is never scanned again, which shortens the longest collection pause (every thread stops)
+    while large pages are being built (bench/edge.py: /healthz under load).
     """
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     gc.freeze()
