@@ -34,12 +34,10 @@ from importlib import resources
 from typing import Any
 
 import httpx
-import orjson
 
 from scrapers.base import Credentials, fetch_bytes
-from scrapers.batch import OfferBatch
-from scrapers.errors import ProviderPayloadError
-from scrapers.models import FormFactor, ParseResult, Pricing, json_raw, reason_of
+from scrapers.batch import id_field, offers_of_records
+from scrapers.models import FormFactor, ParseResult, Pricing, json_object_with_list
 
 NAME = "oci"
 ENV_KEY: str | None = None
@@ -110,25 +108,9 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
 
 
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
-    try:
-        body = orjson.loads(payload)
-    except orjson.JSONDecodeError as exc:
-        raise ProviderPayloadError(f"{NAME}: body is not JSON ({exc})") from exc
-    items = body.get("items") if isinstance(body, dict) else None
-    if not isinstance(items, list):
-        raise ProviderPayloadError(f"{NAME}: body has no 'items' list of products")
-    batch = OfferBatch(
-        NAME, observed_at, raw_of=lambda i: json_raw(items[i]),
-        id_of=lambda i: items[i].get("partNumber") if isinstance(items[i], dict) else None,
-    )  # fmt: skip
-    for i, item in enumerate(items):
-        if not _is_gpu_machine(item):
-            continue
-        try:
-            batch.add(i, _offers_of(item))
-        except (KeyError, TypeError, ValueError) as exc:
-            batch.reject(i, reason_of(exc))
-    return batch.finish()
+    items = json_object_with_list(payload, "items", NAME)["items"]
+    return offers_of_records(NAME, observed_at, items, _offers_of, id_of=id_field("partNumber"),
+                             errors=(KeyError, TypeError, ValueError))  # fmt: skip
 
 
 def _is_gpu_machine(item: Any) -> bool:
@@ -153,7 +135,9 @@ def _usd_pay_as_you_go(item: dict[str, Any]) -> float:
     raise ValueError(f"no {CURRENCY} {PAY_AS_YOU_GO} price")
 
 
-def _offers_of(item: dict[str, Any]) -> list[dict[str, Any]]:
+def _offers_of(item: Any) -> list[dict[str, Any]]:
+    if not _is_gpu_machine(item):
+        return []
     part = item["partNumber"]
     found = shapes().get(part)
     if not found:
