@@ -28,6 +28,8 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
+from api.rest.problems import problem_detail
+
 __all__ = [
     "TOOLS",
     "ApiTool",
@@ -226,12 +228,7 @@ def _query(arguments: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def _problem(response: httpx.Response) -> str:
-    try:
-        body = response.json()
-        detail = body.get("detail") if isinstance(body, dict) else None
-    except ValueError:
-        detail = None
-    return str(detail) if detail else f"HTTP {response.status_code}: {response.text[:200]}"
+    return problem_detail(response) or f"HTTP {response.status_code}: {response.text[:200]}"
 
 
 def _error(message: str) -> types.CallToolResult:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,10 @@ import httpx
 import orjson
 
 from scrapers.base import Credentials, data_rows, fetch_bytes, is_replay
-from scrapers.batch import OfferBatch
+from scrapers.batch import offers_of_records
 from scrapers.errors import ProviderPayloadError
 from scrapers.machines import machines_of
-from scrapers.models import ParseResult, Pricing, json_raw, reason_of
+from scrapers.models import ParseResult, Pricing, json_object_with_list
 
 NAME = "azure"
 URL = "https://prices.azure.com/api/retail/prices"
@@ -71,7 +72,7 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
     while url is not None:
         if len(pages) == MAX_PAGES:
             raise ProviderPayloadError(f"{NAME}: more than {MAX_PAGES} pages; NextPageLink loops?")
-        body = _page(fetch_bytes(client, "GET", url, provider=NAME), len(pages) + 1)
+        body = _page(fetch_bytes(client, "GET", url, provider=NAME), f"page {len(pages) + 1}")
         pages.append(body["Items"])
         link = body.get("NextPageLink")
         url = link if isinstance(link, str) and link and not is_replay(client) else None
@@ -79,14 +80,8 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
                          "NextPageLink": None})  # fmt: skip
 
 
-def _page(payload: bytes, number: int) -> dict[str, Any]:
-    try:
-        body = orjson.loads(payload)
-    except orjson.JSONDecodeError as exc:
-        raise ProviderPayloadError(f"{NAME}: page {number} is not JSON ({exc})") from exc
-    if not isinstance(body, dict) or not isinstance(body.get("Items"), list):
-        raise ProviderPayloadError(f"{NAME}: page {number} has no 'Items' list")
-    return body
+def _page(payload: bytes, where: str) -> dict[str, Any]:
+    return json_object_with_list(payload, "Items", NAME, where)
 
 
 def replay_directory(directory: Path) -> Callable[[httpx.Request], httpx.Response]:
@@ -104,17 +99,9 @@ def replay_directory(directory: Path) -> Callable[[httpx.Request], httpx.Respons
 
 
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
-    items = _page(payload, 1)["Items"]
-    batch = OfferBatch(
-        NAME, observed_at, raw_of=lambda i: json_raw(items[i]),
-        id_of=lambda i: _id_of(items[i]),
-    )  # fmt: skip
-    for i, item in enumerate(items):
-        try:
-            batch.add(i, _offers_of(item, observed_at))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            batch.reject(i, reason_of(exc))
-    return batch.finish()
+    items = _page(payload, "page 1")["Items"]
+    offers_of = partial(_offers_of, observed_at=observed_at)
+    return offers_of_records(NAME, observed_at, items, offers_of, id_of=_id_of)
 
 
 def _id_of(item: Any) -> str | None:

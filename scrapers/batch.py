@@ -7,7 +7,7 @@ breaks one into a `Reject` with its reason and the record as served.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -28,9 +28,11 @@ from scrapers.models import (
     PriceQuotedPer,
     Pricing,
     Reject,
+    json_raw,
+    reason_of,
 )
 
-__all__ = ["OfferBatch", "arange", "number"]
+__all__ = ["RECORD_ERRORS", "OfferBatch", "arange", "id_field", "number", "offers_of_records"]
 
 _PARSER_FIELDS = frozenset(OFFER_SCHEMA.names) - {
     "provider", "observed_at", "price_quoted_per", "gpu", "country", "continent", "eea", "eu",
@@ -172,6 +174,39 @@ class OfferBatch:
         ]
         offers = kept.drop_columns([_RECORD]).cast(OFFER_SCHEMA)
         return ParseResult(offers, rejects)
+
+
+RECORD_ERRORS: tuple[type[Exception], ...] = (KeyError, TypeError, ValueError, AttributeError)
+"""What a parser's reading of one malformed JSON record raises: the record is rejected."""
+
+
+def id_field(name: str) -> Callable[[Any], object]:
+    """A JSON record's id: its `name` member, None for a record that is not an object."""
+    return lambda record: record.get(name) if isinstance(record, dict) else None
+
+
+def offers_of_records(
+    provider: str,
+    observed_at: datetime,
+    records: Sequence[Any],
+    offers_of: Callable[[Any], Iterable[Mapping[str, Any]]],
+    *,
+    id_of: Callable[[Any], object],
+    errors: tuple[type[Exception], ...] = RECORD_ERRORS,
+) -> ParseResult:
+    """The offers of a list of decoded JSON records, one record at a time: `offers_of(record)`
+    gives its offers (none for a record that is no offer); a record for which it raises one of
+    `errors` is rejected with the reason, kept as served, with its id `id_of(record)`."""
+    batch = OfferBatch(
+        provider, observed_at, raw_of=lambda i: json_raw(records[i]),
+        id_of=lambda i: id_of(records[i]),
+    )  # fmt: skip
+    for i, record in enumerate(records):
+        try:
+            batch.add(i, offers_of(record))
+        except errors as exc:
+            batch.reject(i, reason_of(exc))
+    return batch.finish()
 
 
 CONTROL_CHARACTERS = r"[\x00-\x1f\x7f-\x9f]"

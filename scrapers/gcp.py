@@ -48,9 +48,9 @@ import httpx
 import orjson
 
 from scrapers.base import Credentials, fetch_bytes
-from scrapers.batch import OfferBatch
+from scrapers.batch import id_field, offers_of_records
 from scrapers.errors import MissingCredentialsError, ProviderPayloadError
-from scrapers.models import FormFactor, ParseResult, Pricing, json_raw, reason_of
+from scrapers.models import FormFactor, ParseResult, Pricing, json_object_with_list
 
 NAME = "gcp"
 ENV_KEY = "GCP_API_KEY"
@@ -145,22 +145,12 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
             headers={"Accept": "application/json", "X-goog-api-key": creds.api_key},
             auth_hint=f"check {ENV_KEY} (a key with the Cloud Billing API enabled)",
         )  # fmt: skip
-        answer = _page(body, page)
+        answer = json_object_with_list(body, "skus", NAME, f"page {page}")
         skus += answer["skus"]
         token = answer.get("nextPageToken") or ""
         if not token:
             return orjson.dumps({"skus": skus})
     raise ProviderPayloadError(f"{NAME}: still a nextPageToken after {MAX_PAGES} pages")
-
-
-def _page(body: bytes, page: int) -> dict[str, Any]:
-    try:
-        answer = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise ProviderPayloadError(f"{NAME}: page {page} is not a JSON skus page ({exc})") from exc
-    if not isinstance(answer, dict) or not isinstance(answer.get("skus"), list):
-        raise ProviderPayloadError(f"{NAME}: page {page} has no 'skus' list")
-    return answer
 
 
 def replay_directory(directory: Path) -> Callable[[httpx.Request], httpx.Response]:
@@ -178,22 +168,12 @@ def replay_directory(directory: Path) -> Callable[[httpx.Request], httpx.Respons
 
 
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
-    skus = _page(payload, 1)["skus"]
+    skus = json_object_with_list(payload, "skus", NAME, "page 1")["skus"]
     parts = _parts(skus)
-    gpus = [(i, sku) for i, sku in enumerate(skus) if _is_gpu(sku)]
-    batch = OfferBatch(
-        NAME, observed_at, raw_of=lambda i: json_raw(skus[i]),
-        id_of=lambda i: skus[i].get("skuId") if isinstance(skus[i], dict) else None,
+    return offers_of_records(
+        NAME, observed_at, skus, lambda sku: _offers_of(sku, parts), id_of=id_field("skuId"),
+        errors=(KeyError, TypeError, ValueError, IndexError, ArithmeticError),
     )  # fmt: skip
-    for i, sku in gpus:
-        try:
-            pricing = _pricing(sku)
-            if pricing is None:
-                continue
-            batch.add(i, _offers_of(sku, pricing, parts))
-        except (KeyError, TypeError, ValueError, IndexError, ArithmeticError) as exc:
-            batch.reject(i, reason_of(exc))
-    return batch.finish()
 
 
 def _is_gpu(sku: Any) -> bool:
@@ -236,9 +216,13 @@ def _parts(skus: list[Any]) -> dict[tuple[str, str, Pricing, str], float]:
     return found
 
 
-def _offers_of(
-    sku: dict[str, Any], pricing: Pricing, parts: dict[tuple[str, str, Pricing, str], float]
-) -> list[dict[str, Any]]:
+def _offers_of(sku: Any, parts: dict[tuple[str, str, Pricing, str], float]) -> list[dict[str, Any]]:
+    """The offers of a GPU SKU; none for another SKU or a pricing that is no offer."""
+    if not _is_gpu(sku):
+        return []
+    pricing = _pricing(sku)
+    if pricing is None:
+        return []
     description = sku["description"]
     match = _GPU.match(description)
     if match is None:

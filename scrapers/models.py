@@ -34,6 +34,7 @@ __all__ = [
     "Pricing",
     "Reject",
     "json_object_member",
+    "json_object_with_list",
     "json_raw",
     "reason_of",
 ]
@@ -188,3 +189,19 @@ def json_object_member(
     if not isinstance(member, dict):
         raise ProviderPayloadError(f"{provider}: {where}: {key!r} is not an object")
     return member
+
+
+def json_object_with_list(
+    payload: bytes, key: str, provider: str, where: str = "body"
+) -> dict[str, Any]:
+    """A JSON object whose `key` is a list (a page of records, with its next-page link); a
+    `ProviderPayloadError` naming `where` (the body, a page) for any other body."""
+    try:
+        body = orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise ProviderPayloadError(
+            f"{provider}: {where} is not JSON with a {key!r} list ({exc})"
+        ) from exc
+    if not isinstance(body, dict) or not isinstance(body.get(key), list):
+        raise ProviderPayloadError(f"{provider}: {where} has no {key!r} list")
+    return body

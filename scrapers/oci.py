@@ -26,20 +26,15 @@ Quirks (tests/fixtures/README.md for the recording):
 
 from __future__ import annotations
 
-import csv
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cache
-from importlib import resources
 from typing import Any
 
 import httpx
-import orjson
 
-from scrapers.base import Credentials, fetch_bytes
-from scrapers.batch import OfferBatch
-from scrapers.errors import ProviderPayloadError
-from scrapers.models import FormFactor, ParseResult, Pricing, json_raw, reason_of
+from scrapers.base import Credentials, data_rows, fetch_bytes
+from scrapers.batch import id_field, offers_of_records
+from scrapers.machines import Machine, machines_of
+from scrapers.models import ParseResult, Pricing, json_object_with_list
 
 NAME = "oci"
 ENV_KEY: str | None = None
@@ -56,52 +51,20 @@ GPU_CATEGORY = "Compute - GPU"
 PAY_AS_YOU_GO = "PAY_AS_YOU_GO"
 NOT_MACHINES = ("NVIDIA AI Enterprise",)  # licence add-ons billed per GPU-hour
 SHAPES_FILE = "data/oci_shapes.csv"
-REGIONS_FILE = "data/oci_regions.csv"
 
 
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """One row of `oci_shapes.csv`: a shape a part number prices per GPU-hour."""
-
-    part_number: str
-    name: str
-    gpu_count: int
-    gpu_raw: str
-    vram_gb: float
-    form_factor: FormFactor | None
-    vcpus: float | None
-    ram_gb: float | None
-
-
-def _rows(file: str) -> list[dict[str, str]]:
-    text = resources.files("scrapers").joinpath(file).read_text(encoding="utf-8")
-    return list(csv.DictReader(text.splitlines()))
-
-
-@cache
-def shapes() -> dict[str, list[Shape]]:
-    """The shapes each part number prices, from the data file."""
-    table: dict[str, list[Shape]] = {}
-    for row in _rows(SHAPES_FILE):
-        table.setdefault(row["part_number"], []).append(
-            Shape(
-                part_number=row["part_number"],
-                name=row["shape"],
-                gpu_count=int(row["gpu_count"]),
-                gpu_raw=row["gpu_raw"],
-                vram_gb=float(row["vram_gb"]),
-                form_factor=FormFactor(row["form_factor"]) if row["form_factor"] else None,
-                vcpus=float(row["vcpus"]) if row["vcpus"] else None,
-                ram_gb=float(row["ram_gb"]) if row["ram_gb"] else None,
-            )
-        )
+def _by_part(rows: list[dict[str, str]]) -> dict[str, list[Machine]]:
+    """The shapes each part number prices (one part may price several: A10 x1, x2, x4)."""
+    machines = machines_of(rows, "shape")
+    table: dict[str, list[Machine]] = {}
+    for row in rows:
+        table.setdefault(row["part_number"], []).append(machines[row["shape"]])
     return table
 
 
-@cache
-def regions() -> dict[str, dict[str, str]]:
-    """Oracle's regions offering GPU shapes, with country and continent (`oci_regions.csv`)."""
-    return {row["region"]: row for row in _rows(REGIONS_FILE)}
+SHAPES = _by_part(data_rows("oci_shapes"))
+REGIONS = {row["region"]: row for row in data_rows("oci_regions")}
+"""Oracle's regions offering GPU shapes, with country and continent."""
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
@@ -110,25 +73,9 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
 
 
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
-    try:
-        body = orjson.loads(payload)
-    except orjson.JSONDecodeError as exc:
-        raise ProviderPayloadError(f"{NAME}: body is not JSON ({exc})") from exc
-    items = body.get("items") if isinstance(body, dict) else None
-    if not isinstance(items, list):
-        raise ProviderPayloadError(f"{NAME}: body has no 'items' list of products")
-    batch = OfferBatch(
-        NAME, observed_at, raw_of=lambda i: json_raw(items[i]),
-        id_of=lambda i: items[i].get("partNumber") if isinstance(items[i], dict) else None,
-    )  # fmt: skip
-    for i, item in enumerate(items):
-        if not _is_gpu_machine(item):
-            continue
-        try:
-            batch.add(i, _offers_of(item))
-        except (KeyError, TypeError, ValueError) as exc:
-            batch.reject(i, reason_of(exc))
-    return batch.finish()
+    items = json_object_with_list(payload, "items", NAME)["items"]
+    return offers_of_records(NAME, observed_at, items, _offers_of, id_of=id_field("partNumber"),
+                             errors=(KeyError, TypeError, ValueError))  # fmt: skip
 
 
 def _is_gpu_machine(item: Any) -> bool:
@@ -153,30 +100,29 @@ def _usd_pay_as_you_go(item: dict[str, Any]) -> float:
     raise ValueError(f"no {CURRENCY} {PAY_AS_YOU_GO} price")
 
 
-def _offers_of(item: dict[str, Any]) -> list[dict[str, Any]]:
+def _offers_of(item: Any) -> list[dict[str, Any]]:
+    if not _is_gpu_machine(item):
+        return []
     part = item["partNumber"]
-    found = shapes().get(part)
+    found = SHAPES.get(part)
     if not found:
         raise ValueError(
             f"GPU part {part} ({item.get('displayName')}) is not in scrapers/{SHAPES_FILE}"
         )
     price = _usd_pay_as_you_go(item)
+    for shape in found:
+        shape.check_whole_gpus()
     return [
         {
+            **shape.offer_fields(),
             "offer_id": f"{shape.name}@{region}",
-            "gpu_raw": shape.gpu_raw,
-            "form_factor": shape.form_factor,
-            "gpu_count": shape.gpu_count,
-            "vram_gb": shape.vram_gb,
             "pricing": Pricing.ON_DEMAND,
             "price_per_gpu_hour": price,
             "currency": CURRENCY,
             "region": region,
             "available": True,  # listed at a price; stock is not published
-            "vcpus": shape.vcpus,
-            "ram_gb": shape.ram_gb,
             "tier": shape.name,
         }
         for shape in found
-        for region in regions()
+        for region in REGIONS
     ]

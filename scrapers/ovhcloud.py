@@ -20,15 +20,16 @@ sc-crawler `vendors/_ovh.py`):
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 import httpx
 import orjson
 
 from scrapers.base import Credentials, fetch_bytes
-from scrapers.batch import OfferBatch
+from scrapers.batch import id_field, offers_of_records
 from scrapers.errors import ProviderPayloadError
-from scrapers.models import ParseResult, Pricing, json_raw, reason_of
+from scrapers.models import ParseResult, Pricing
 
 NAME = "ovhcloud"
 ENV_KEY: str | None = None
@@ -58,23 +59,15 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
         ) from exc
     if not isinstance(addons, list):
         raise ProviderPayloadError(f"{NAME}: 'addons' is not a list")
-    batch = OfferBatch(
-        NAME, observed_at, raw_of=lambda i: json_raw(addons[i]),
-        id_of=lambda i: addons[i].get("planCode") if isinstance(addons[i], dict) else None,
-    )  # fmt: skip
-    for i, addon in enumerate(addons):
-        try:
-            batch.add(i, _offers_of(addon, currency))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            batch.reject(i, reason_of(exc))
-    return batch.finish()
+    offers_of = partial(_offers_of, currency=currency)
+    return offers_of_records(NAME, observed_at, addons, offers_of, id_of=id_field("planCode"))
 
 
 def _is_hourly_gpu_flavor(addon: dict[str, Any]) -> bool:
     plan = addon.get("planCode") or ""
     brick = ((addon.get("blobs") or {}).get("commercial") or {}).get("brick")
-    return brick == GPU_BRICK and plan.endswith(HOURLY_SUFFIX) and not plan.startswith(
-        WINDOWS_PREFIX
+    return (
+        brick == GPU_BRICK and plan.endswith(HOURLY_SUFFIX) and not plan.startswith(WINDOWS_PREFIX)
     )
 
 

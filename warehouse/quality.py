@@ -167,35 +167,29 @@ def latest_quality(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     )
 
 
+def _of_runs(
+    cur: duckdb.DuckDBPyConnection, view: str, order_by: str, run_ids: list[str]
+) -> list[dict[str, Any]]:
+    """The rows of one of the run quality views (`view`, a name of ours) for `run_ids`."""
+    return _rows(
+        cur, f"SELECT * FROM {view} WHERE list_contains(?, run_id) ORDER BY {order_by}", [run_ids]
+    )
+
+
 def unknown_gpus_of_runs(
     cur: duckdb.DuckDBPyConnection, run_ids: list[str]
 ) -> list[dict[str, Any]]:
-    return _rows(
-        cur,
-        "SELECT * FROM run_unknown_gpus WHERE list_contains(?, run_id) "
-        "ORDER BY provider, offer_count DESC, gpu_raw",
-        [run_ids],
-    )
+    return _of_runs(cur, "run_unknown_gpus", "provider, offer_count DESC, gpu_raw", run_ids)
 
 
 def reject_reasons_of_runs(
     cur: duckdb.DuckDBPyConnection, run_ids: list[str]
 ) -> list[dict[str, Any]]:
-    return _rows(
-        cur,
-        "SELECT * FROM run_reject_reasons WHERE list_contains(?, run_id) "
-        "ORDER BY provider, records DESC, reason",
-        [run_ids],
-    )
+    return _of_runs(cur, "run_reject_reasons", "provider, records DESC, reason", run_ids)
 
 
 def outliers_of_runs(cur: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[str, Any]]:
-    return _rows(
-        cur,
-        "SELECT * FROM price_outliers WHERE list_contains(?, run_id) "
-        "ORDER BY provider, side, price_per_gpu_hour",
-        [run_ids],
-    )
+    return _of_runs(cur, "price_outliers", "provider, side, price_per_gpu_hour", run_ids)
 
 
 def suspect_offer_keys(cur: duckdb.DuckDBPyConnection) -> set[tuple[str, str, str]]:

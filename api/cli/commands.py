@@ -14,6 +14,7 @@ from api.cli.collect import collect
 from api.cli.common import (
     ConfigOption,
     DbOption,
+    SinceOption,
     err,
     load_settings,
     option_time,
@@ -66,9 +67,7 @@ class Interval(StrEnum):
 def history_command(
     scope: OfferScope,
     interval: Annotated[Interval, typer.Option(help="Bucket size")] = Interval.H1,
-    since: Annotated[
-        str | None, typer.Option(help="Start: 2026-01-01, an ISO time, or 7d (ago)")
-    ] = None,
+    since: SinceOption = None,
     until: Annotated[
         str | None, typer.Option(help="End: a date, an ISO time or 2h (ago) [default: now]")
     ] = None,

@@ -23,6 +23,7 @@ from warehouse import Warehouse, WarehouseError
 __all__ = [
     "ConfigOption",
     "DbOption",
+    "SinceOption",
     "err",
     "load_settings",
     "open_existing",
@@ -47,6 +48,11 @@ ConfigOption = Annotated[
     Path | None,
     typer.Option("--config", help="TOML settings file [env: GPUPRICES_CONFIG]"),
 ]
+SinceOption = Annotated[
+    str | None,
+    typer.Option(help="Start: a date (2026-01-01), an ISO 8601 time or a duration ago (7d, 24h)"),
+]
+"""A command's `--since`, read by `option_time`."""
 
 
 def print_error(exc: Exception) -> None:

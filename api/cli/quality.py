@@ -7,7 +7,15 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from api.cli.common import ConfigOption, DbOption, load_settings, option_time, out, user_errors
+from api.cli.common import (
+    ConfigOption,
+    DbOption,
+    SinceOption,
+    load_settings,
+    option_time,
+    out,
+    user_errors,
+)
 from api.cli.offers import FormatOption, OutputFormat, print_json
 from api.cli.remote import ApiOption, remote_for
 from api.rest.schemas_quality import ProviderQualityOut
@@ -20,9 +28,7 @@ __all__ = ["quality"]
 @user_errors
 def quality(
     provider: Annotated[str | None, typer.Option(help="Only this provider")] = None,
-    since: Annotated[
-        str | None, typer.Option(help="Runs since: ISO 8601 time or a duration ago (24h, 7d)")
-    ] = None,
+    since: SinceOption = None,
     fmt: FormatOption = OutputFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,

@@ -24,6 +24,7 @@ import typer
 from pydantic import BaseModel
 
 from api.cli.common import open_existing
+from api.rest.problems import problem_detail
 from pipeline.errors import PipelineError
 from pipeline.settings import Settings
 from warehouse import Warehouse
@@ -200,12 +201,7 @@ class Remote:
 
 def _problem(response: httpx.Response) -> ApiError:
     """A problem-details answer as one line: the server's `detail`, with the status."""
-    try:
-        body = response.json()
-        detail = body.get("detail") if isinstance(body, dict) else None
-    except ValueError:
-        detail = None
-    text = str(detail) if detail else response.text[:200] or response.reason_phrase
+    text = problem_detail(response) or response.text[:200] or response.reason_phrase
     code = 2 if response.status_code == 422 else 1
     return ApiError(f"{text} (HTTP {response.status_code} from {response.url.host})", code)
 

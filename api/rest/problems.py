@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
 
+import httpx
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -30,6 +31,7 @@ __all__ = [
     "FieldError",
     "Problem",
     "install_problem_handlers",
+    "problem_detail",
     "problem_response",
     "problems",
 ]
@@ -65,6 +67,17 @@ class Problem(BaseModel):
     status: int
     detail: str = Field(description="What went wrong and what to fix, as a sentence")
     errors: list[FieldError] | None = Field(None, description="One entry per invalid field")
+
+
+def problem_detail(response: httpx.Response) -> str | None:
+    """The `detail` of a problem-details answer, as a client of this API reads it (the CLI's
+    `--api`, the MCP tools); None when the body is not JSON or states none."""
+    try:
+        body = response.json()
+    except ValueError:
+        return None
+    detail = body.get("detail") if isinstance(body, dict) else None
+    return str(detail) if detail else None
 
 
 def problem_response(

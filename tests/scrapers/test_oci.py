@@ -37,7 +37,7 @@ def test_bm_gpu_h100_8_is_8_h100_80gb_at_its_per_gpu_hour_price(offers):
 
 def test_every_shape_is_listed_once_in_every_gpu_region_at_the_same_price(result, offers):
     h100 = [o for o in result.offers if o.tier == "BM.GPU.H100.8"]
-    assert {o.region for o in h100} == set(oci.regions())
+    assert {o.region for o in h100} == set(oci.REGIONS)
     assert {o.price_per_gpu_hour for o in h100} == {10}
     assert offers["BM.GPU.A100-v2.8@us-ashburn-1"].price_per_gpu_hour == 4
     assert offers["BM.GPU.B200.8@uk-london-1"].price_per_gpu_hour == 14
@@ -68,7 +68,7 @@ def test_every_gpu_in_the_recording_resolves_and_eu_regions_are_eea(result):
     assert locator.locate("oci", "eu-frankfurt-1").eea is True
     assert locator.locate("oci", "eu-amsterdam-1").eea is True
     assert locator.locate("oci", "uk-london-1").eea is False
-    for region, row in oci.regions().items():
+    for region, row in oci.REGIONS.items():
         assert locator.locate("oci", region).country == row["country"]
 
 
