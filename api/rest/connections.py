@@ -75,7 +75,11 @@ class _Guard:
         if len(self.connections) >= self.max_connections:
             idle = [c for c in self.connections if isinstance(c, _Guard) and c._idle()]
             if idle:
-                min(idle, key=lambda c: c._idle_since).transport.close()
+                victim = min(idle, key=lambda c: c._idle_since)
+                victim.transport.close()
+                # no longer counted from now: its `connection_lost` comes a loop turn later, and
+                # this connection's request must not meet the cap (a 503) in between
+                self.connections.discard(victim)
         super().connection_made(transport)  # type: ignore[misc]
         self._start_head_timer()
 
