@@ -1,4 +1,4 @@
-"""`gpuprices alerts add|list|rm|test|deliveries`, and what `collect` does for alerts after a run.
+"""`gpuprices alerts add|list|rm|test|deliveries`.
 
 A typer sub-app registered by `api/cli/commands.py` (`app.add_typer(alerts_app, name="alerts")`);
 the error edge and settings options come from `api.cli.common`, like every other command's.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,6 +30,7 @@ from api.cli.common import (
 )
 from api.cli.remote import ApiOption, answered, remote_for
 from api.cli.scope import scope_options
+from api.cli.webhooks import print_delivery
 from api.rest.schemas_alerts import (
     AlertCreatedOut,
     AlertIn,
@@ -46,9 +47,7 @@ from pipeline.alerts import (
     DEFAULT_BAND,
     AlertKind,
     AlertSpec,
-    AttemptResult,
     Condition,
-    WebhookSender,
     alert_deliveries,
     create_alert,
     delete_alert,
@@ -56,10 +55,9 @@ from pipeline.alerts import (
     send_test,
 )
 from pipeline.market.scope import OfferScope
-from pipeline.settings import Settings
 from warehouse import Warehouse
 
-__all__ = ["alerts_app", "print_webhook_results", "send_fired"]
+__all__ = ["alerts_app"]
 
 alerts_app = typer.Typer(
     help="Price and availability alerts pushed as signed webhooks.", no_args_is_help=True
@@ -313,28 +311,6 @@ def rm(
     err.print(f"deleted {alert_id}")
 
 
-def _delivery_lines(delivery: DeliveryOut) -> None:
-    out.print(
-        f"{delivery.id} {delivery.event_type}: [bold]{delivery.status}[/bold]"
-        f" after {delivery.attempt_count} attempt(s)"
-        + (
-            f", next at {delivery.next_attempt_at:%Y-%m-%d %H:%M:%S} UTC"
-            if delivery.next_attempt_at
-            else ""
-        ),
-        highlight=False,
-        soft_wrap=True,
-    )
-    for a in delivery.attempts:
-        code = a.status_code if a.status_code is not None else "-"
-        out.print(
-            f"  #{a.attempt} {a.attempted_at:%Y-%m-%d %H:%M:%S} UTC HTTP {code}"
-            f" {a.latency_ms:.0f} ms {a.outcome}" + (f": {a.error}" if a.error else ""),
-            highlight=False,
-            soft_wrap=True,
-        )
-
-
 @alerts_app.command("test")
 @user_errors
 def test(
@@ -357,7 +333,7 @@ def test(
     if fmt is AlertFormat.JSON:
         _print_json(delivery)
     else:
-        _delivery_lines(delivery)
+        print_delivery(delivery)
     if delivery.status != "delivered":
         raise typer.Exit(1)
 
@@ -386,28 +362,4 @@ def deliveries(
     if not logs:
         err.print(f"no deliveries for {alert_id} yet")
     for delivery in logs:
-        _delivery_lines(delivery)
-
-
-def send_fired(warehouse: Warehouse, settings: Settings, fired: list[str]) -> list[AttemptResult]:
-    """The first attempt of each event a collection fired, side by side, each bounded by the
-    webhook timeout; what fails stays pending for `serve` to retry."""
-    return WebhookSender(warehouse, settings).deliver(fired) if fired else []
-
-
-def print_webhook_results(results: list[AttemptResult]) -> None:
-    for r in results:
-        code = f" HTTP {r.status_code}" if r.status_code is not None else ""
-        if r.outcome == "delivered":
-            err.print(f"[green]webhook[/green] {r.delivery_id} for {r.rule_id}: delivered{code}")
-            continue
-        after = ""
-        if r.next_attempt_at is not None:
-            wait = max(r.next_attempt_at - datetime.now(UTC), timedelta(0))
-            after = f"; `serve` retries in {wait.total_seconds():.0f} s"
-        err.print(
-            f"[yellow]webhook[/yellow] {r.delivery_id} for {r.rule_id}: {r.outcome}{code}"
-            f" ({r.error}){after}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        print_delivery(delivery)

@@ -10,10 +10,10 @@ import typer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from api.cli.alerts import print_webhook_results, send_fired
 from api.cli.common import ConfigOption, DbOption, err, load_settings, option_time, user_errors
 from api.cli.remote import ApiOption, remote_for
 from api.cli.replays import parse_replays
+from api.cli.webhooks import print_webhook_results, send_fired
 from api.rest.schemas_collections import CollectionOut, collection_out
 from pipeline.collection.runs import collect as collect_and_alert
 from pipeline.timeparse import TimeParseError, check_not_future
