@@ -142,7 +142,8 @@ def test_past_copies_are_kept_within_their_bytes(warehouse, db_path):
     freshness = server.freshness(now)
     first = OfferQuery(as_of=OBSERVED_AT + timedelta(minutes=1))
     second = OfferQuery(as_of=OBSERVED_AT + timedelta(minutes=3))
-    size = server.answer(first, now, freshness).copy.table.nbytes
-    with patch("pipeline.market.serving.PAST_BYTES_KEPT", size):  # room for one copy
-        server.answer(second, now, freshness)
+    size = server.answer(first, now, freshness).copy.nbytes
+    server.past_bytes_kept = size + size // 2  # room for one copy
+    server.answer(second, now, freshness)
     assert len(server._past) == 1
+    assert server.kept_bytes <= server.past_bytes_kept  # no copy in force was made
