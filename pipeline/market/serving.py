@@ -271,6 +271,11 @@ class OfferServer:
                     held.copy = copy
         return copy
 
+    def gpus_offered(self) -> set[str]:
+        """The GPU ids with an offer in the snapshots in force, available or not."""
+        _, names = self._copy(self._snapshots(), OfferQuery().filters()).codes("gpu")
+        return set(names)
+
     def offers(self, query: OfferQuery) -> list[dict[str, Any]]:
         """`current_offers(warehouse, query)`, from memory where the copy answers the filters."""
         filters = query.filters()
