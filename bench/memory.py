@@ -92,7 +92,7 @@ def main() -> None:
     questions = [
         ("/offers", {
             "region": REGIONS[n % len(REGIONS)], "include_unavailable": "true",
-            "max_price_per_gpu_hour": f"{1 + n / 97:.4f}",
+            "max_price_per_gpu": f"{1 + n / 97:.4f}",
         })
         for n in range(args.questions)
     ]  # fmt: skip
