@@ -192,6 +192,13 @@ class Settings(BaseSettings):
     max_alert_rules: int = Field(
         default=500, ge=1, le=100_000, description="Most alert rules stored; more are refused"
     )
+    memory_budget_mb: int = Field(
+        default=1024,
+        ge=256,
+        le=1_048_576,
+        description="Memory a serving process plans for (MB): the current offers in memory and "
+        "every cache kept beside them; each cache's byte bound is a share of it",
+    )
 
     @field_validator("providers", "standby_for", mode="before")
     @classmethod

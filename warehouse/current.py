@@ -8,7 +8,7 @@ for NULL (a comparison with NaN is false, as a NULL condition in SQL), flags wit
 text as codes into its distinct values (an `IN` is one lookup table indexed by the codes). Which
 columns and how they compare come from the one table of filters (`warehouse.filters.FILTERS`).
 The text and flag filters are evaluated once per combination of
-values rows share (`_ValueCombinations`), numbers row by row.
+values rows share (`ValueCombinations`), numbers row by row.
 `select(filters)` evaluates the filters on whole arrays and gives the positions of the first
 `limit` matches in the answer's order: the rows `latest_offers` would return, in the same order
 and with the same keys and values (`rows`). A time in the past (`as_of`) is for `latest_offers`
@@ -21,7 +21,6 @@ the life of the copy: a caller can keep what it makes of an offer (its JSON) by 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -32,6 +31,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from warehouse.combinations import ValueCombinations, all_of
 from warehouse.filters import FILTERS
 from warehouse.offers import (
     GpuFigure,
@@ -44,7 +44,7 @@ from warehouse.offers import (
     sort_columns,
 )
 
-__all__ = ["CurrentOffers", "Positions"]
+__all__ = ["DERIVED_BYTES_KEPT", "CurrentOffers", "Positions"]
 
 Positions = npt.NDArray[np.int64]
 """Offers of a copy, by position (row number as loaded)."""
@@ -74,10 +74,12 @@ _BY_COMBINATION = tuple(f for f in FILTERS if f not in _BOUNDS and f.name != "gp
 """The filters over a row's combination of values: every text and flag filter but `gpus` (a
 view's groups)."""
 _COMBINATION_COLUMNS = (*(name for name in _TEXTS if name != "gpu"), *_FLAGS)
-"""The columns of a row's combination of values (`_ValueCombinations`): every text and flag a
+"""The columns of a row's combination of values (`ValueCombinations`): every text and flag a
 filter other than `gpus` reads."""
-_COMBINATION_QUESTIONS_KEPT = 1024
-"""Questions of combinations whose answer is kept (each a few KB at most)."""
+DERIVED_BYTES_KEPT = 16 * 1024 * 1024
+"""Default bytes of derived answers a copy keeps beside its columns: each question's passing
+combinations, each sort order's view and its GPUs' groups. Past it they are dropped and made
+again as asked (`CurrentOffers(derived_bytes=...)` sets another bound)."""
 
 
 class _Text:
@@ -155,6 +157,14 @@ class _View:
             found = self.groups[gpus] = (rows, every.at(rows))
         return found
 
+    @property
+    def nbytes(self) -> int:
+        """Its positions and its groups' positions and columns taken so far."""
+        arrays = [self.order, self.ranks, *self.rows_of_gpu.values()]
+        for rows, columns in self.groups.values():
+            arrays += [rows, *columns.values()]
+        return sum(a.nbytes for a in arrays if a is not None)
+
     def _merged(self, parts: list[Positions], size: int) -> Positions:
         """Several GPUs' positions merged into the view's order."""
         merged = np.concatenate(parts) if parts else np.empty(0, np.int64)
@@ -169,8 +179,13 @@ class _View:
 class CurrentOffers:
     """`current_offers` as of one read, in each order `select` is asked for."""
 
-    def __init__(self, table: pa.Table, version: Any = None) -> None:
+    def __init__(
+        self, table: pa.Table, version: Any = None, derived_bytes: int = DERIVED_BYTES_KEPT
+    ) -> None:
         self.version = version
+        self.derived_bytes = derived_bytes
+        self.attached_bytes = 0
+        """Bytes a caller keeps with the copy (its offers written as JSON), counted in `nbytes`."""
         """What the copy was read for (the caller's key, e.g. each provider's snapshot run)."""
         self.table = table.combine_chunks()
         column = self.table.column
@@ -188,7 +203,9 @@ class CurrentOffers:
             **{name: text.codes for name, text in texts.items()},
         }
         sizes = {**{n: len(t.names) + 1 for n, t in texts.items()}, **dict.fromkeys(_FLAGS, 2)}
-        self._combinations = _ValueCombinations(every, sizes)
+        self._combinations = ValueCombinations(
+            every, sizes, _COMBINATION_COLUMNS, _BY_COMBINATION, derived_bytes // 4
+        )
         self._columns = _Columns({**every, "combination": self._combinations.codes})
         self._views: dict[SortKey, _View] = {_LOADED_ORDER: _View(texts["gpu"], None)}
 
@@ -199,6 +216,7 @@ class CurrentOffers:
         version: Any = None,
         gpu_figures: tuple[GpuFigure, ...] = (),
         past: tuple[list[tuple[str, datetime]], datetime] | None = None,
+        derived_bytes: int = DERIVED_BYTES_KEPT,
     ) -> CurrentOffers:
         """`current_offers` now, or the offers of each provider's snapshot as of a time (`past`:
         those snapshots, as `latest_offers` finds them, and the time): a copy that answers
@@ -212,11 +230,22 @@ class CurrentOffers:
             f"SELECT * FROM {relation} ORDER BY {order_by(_LOADED_ORDER)}",
             params + snapshot_params,
         ).to_arrow_table()
-        return cls(table, version)
+        return cls(table, version, derived_bytes)
 
     @property
     def size(self) -> int:
         return int(self.table.num_rows)
+
+    @property
+    def nbytes(self) -> int:
+        """What the copy holds: its table, columns, derived answers and attached bytes."""
+        columns = sum(a.nbytes for a in self._columns.every.values())
+        return self.table.nbytes + columns + self.derived_nbytes + self.attached_bytes
+
+    @property
+    def derived_nbytes(self) -> int:
+        """Bytes of derived answers kept (views, their groups, passing combinations)."""
+        return self._combinations.kept_bytes + sum(v.nbytes for v in self._views.values())
 
     @staticmethod
     def answers(filters: OfferFilters) -> bool:
@@ -298,17 +327,22 @@ class CurrentOffers:
             ]
             order = pc.sort_indices(self.table, sort_keys=keys).to_numpy().astype(np.int64)
             self._views[sort] = _View(self._texts["gpu"], order)
-        return self._views[sort]
+        view = self._views[sort]
+        if sum(v.nbytes for v in self._views.values()) > self.derived_bytes * 3 // 4:
+            for other in self._views.values():  # made again as asked; this one's groups too
+                other.groups.clear()
+            self._views = {_LOADED_ORDER: self._views[_LOADED_ORDER], sort: view}
+        return view
 
     def _mask(self, columns: _Columns | _Slice, filters: OfferFilters) -> Mask | None:
         """The filters other than `gpus` over `columns`' rows (None: every row passes): the
         bounds on numbers row by row, the others by each row's combination of values
-        (`_ValueCombinations`)."""
+        (`ValueCombinations`)."""
         conditions = _bound_conditions(columns, filters)
         passing = self._combinations.passing(filters, self._combination_conditions)
         if passing is not None:
             conditions.append(passing[columns["combination"]])
-        return _all_of(conditions)
+        return all_of(conditions)
 
     def _combination_conditions(self, columns: dict[str, np.ndarray], filters: Any) -> list[Mask]:
         """The text and flag filters over `columns` (each combination's values)."""
@@ -330,17 +364,6 @@ class CurrentOffers:
         return conditions
 
 
-def _all_of(conditions: list[Mask]) -> Mask | None:
-    """Where every condition holds (None: there is no condition, everything passes); the
-    conditions themselves are left as they are."""
-    if not conditions:
-        return None
-    mask = conditions[0].copy() if len(conditions) > 1 else conditions[0]
-    for condition in conditions[1:]:
-        mask &= condition
-    return mask
-
-
 def _bound_conditions(columns: _Columns | _Slice, filters: Any) -> list[Mask]:
     """The bounds on numeric columns over `columns`' rows (NaN, i.e. NULL, never passes)."""
     conditions = []
@@ -351,41 +374,3 @@ def _bound_conditions(columns: _Columns | _Slice, filters: Any) -> list[Mask]:
             compared = columns[first] if not more else np.prod([columns[c] for c in f.columns], 0)
             conditions.append(_COMPARE[f.compare](compared, value))
     return conditions
-
-
-class _ValueCombinations:
-    """Each row's combination of the values of every text and flag a filter reads (provider,
-    pricing, country, available, ...), as one code. Those filters are evaluated once per
-    combination (a few hundred for 100,000 benchmark offers) and kept per question of them
-    (`passing`): a row then passes them by one lookup of its combination."""
-
-    def __init__(self, columns: dict[str, np.ndarray], sizes: dict[str, int]) -> None:
-        values = [columns[name].astype(np.int64) for name in _COMBINATION_COLUMNS]
-        if math.prod(sizes[name] for name in _COMBINATION_COLUMNS) < 2**63:
-            # one number per row: its values in mixed radix (`sizes`: how many each column has)
-            number, radix = np.zeros(len(values[0]), np.int64), 1
-            for name, value in zip(_COMBINATION_COLUMNS, values, strict=True):
-                number += value * radix
-                radix *= sizes[name]
-            _, first, codes = np.unique(number, return_index=True, return_inverse=True)
-        else:  # too many distinct values to number: rows compared whole (slower, as correct)
-            stacked = np.stack(values, axis=1)
-            _, first, codes = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
-        self.codes = codes.reshape(-1).astype(np.intp)
-        self.columns = {name: columns[name][first] for name in _COMBINATION_COLUMNS}
-        self._passing: dict[tuple[Any, ...], Mask | None] = {}
-
-    def passing(
-        self,
-        filters: OfferFilters,
-        conditions: Callable[[dict[str, np.ndarray], OfferFilters], list[Mask]],
-    ) -> Mask | None:
-        """Which combinations pass the filters' text and flag conditions (None: every one)."""
-        key = tuple(getattr(filters, f.name) for f in _BY_COMBINATION)
-        if key in self._passing:
-            return self._passing[key]
-        passing = _all_of(conditions(self.columns, filters))
-        if len(self._passing) >= _COMBINATION_QUESTIONS_KEPT:
-            self._passing.clear()  # the few kept again as they are asked
-        self._passing[key] = passing
-        return passing

@@ -56,6 +56,8 @@ def _split_array(array: bytes, first_key: str) -> list[bytes]:
 _written: weakref.WeakKeyDictionary[CurrentOffers, list[bytes]] = weakref.WeakKeyDictionary()
 """Each copy's offers as JSON objects without their closing brace, by position."""
 _writing = threading.Lock()
+_BYTES_OBJECT = 41
+"""What Python spends on one `bytes` beyond its content, with its place in a list."""
 
 
 def ready(answer: OffersAnswer) -> bool:
@@ -78,6 +80,7 @@ def prepare(answer: OffersAnswer) -> None:
             rows = write_offers(copy.rows_at(at, _COLUMNS), OFFER_KEYS[:-1])
             written += [raw[:-1] for raw in rows]  # without "}": `stale` goes last
         _written[copy] = written
+        copy.attached_bytes = sum(len(raw) for raw in written) + _BYTES_OBJECT * len(written)
 
 
 def _objects(answer: OffersAnswer, start: int, stop: int) -> list[bytes]:

@@ -91,11 +91,16 @@ def past_key(row: Mapping[str, Any]) -> tuple[str, str | None, str]:
     return (row["gpu"], row.get("form_factor"), row["pricing"])
 
 
+def _count(rows: Sequence[Mapping[str, Any]]) -> int:
+    """Offers `rows` stand for: each one, or a group's cheapest with its count (`offers`)."""
+    return sum(r.get("offers", 1) for r in rows)
+
+
 def _cheapest(rows: Sequence[Mapping[str, Any]]) -> Cheapest | None:
     if not rows:
         return None
     best = min(rows, key=lambda r: (r["price_per_gpu_hour"], r["provider"]))
-    return Cheapest(float(best["price_per_gpu_hour"]), best["provider"], len(rows))
+    return Cheapest(float(best["price_per_gpu_hour"]), best["provider"], _count(rows))
 
 
 def _change(
@@ -111,7 +116,9 @@ def gpu_rows(
     offers: Iterable[Mapping[str, Any]],
     past: Mapping[str, Mapping[tuple[str, str | None, str], float]],
 ) -> list[GpuRow]:
-    """One row per GPU over the *available* `offers`; `past[span]`: prices `span` ago."""
+    """One row per GPU over the *available* `offers`; `past[span]`: prices `span` ago. An offer
+    may stand for a group (`pipeline.market.offer_groups.cheapest_per`: its `offers` and
+    `max_vram_gb`)."""
     groups: dict[Key, list[Mapping[str, Any]]] = {}
     for row in offers:
         if row["available"]:
@@ -122,7 +129,7 @@ def gpu_rows(
         spot = _cheapest([r for r in rows if r["pricing"] == "spot"])
         gpu = rows[0]["gpu"]
         pricing, now = ("on_demand", on_demand) if on_demand else ("spot", spot)
-        vram = [float(r["vram_gb"]) for r in rows if r.get("vram_gb")]
+        vram = [float(v) for r in rows if (v := r.get("max_vram_gb", r.get("vram_gb")))]
         result.append(
             GpuRow(
                 gpu=gpu,
@@ -131,7 +138,7 @@ def gpu_rows(
                 vram_gb=max(vram) if vram else None,
                 on_demand=on_demand,
                 spot=spot,
-                available_offers=len(rows),
+                available_offers=_count(rows),
                 providers=tuple(sorted({r["provider"] for r in rows})),
                 changes={
                     span: _change(now, pricing, gpu, form, past.get(span, {}))

@@ -6,6 +6,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.market.offer_groups import column_of
+from pipeline.market.serving import OffersAnswer
 from warehouse.offers import SORT_FIELDS
 
 __all__ = [
@@ -17,6 +22,7 @@ __all__ = [
     "duration_words",
     "gpu_label",
     "sort_rows",
+    "sort_values",
 ]
 
 View = Literal["cheapest", "all"]
@@ -89,6 +95,20 @@ def sort_rows(
     known = [r for r in by_price if r.get(key) is not None]
     unknown = [r for r in by_price if r.get(key) is None]
     return sorted(known, key=lambda r: _sort_value(r, key), reverse=descending) + unknown
+
+
+def sort_values(answer: OffersAnswer, key: str) -> pa.Array | None:
+    """What `sort_rows` compares of each of `answer`'s offers, as one Arrow array (None: a key
+    it does not sort by, the answer's order stands): text lowercased, a GPU by its label."""
+    if key not in SORT_KEYS:
+        return None
+    if key != "gpu":
+        values = column_of(answer, key)
+        return pc.utf8_lower(values) if pa.types.is_string(values.type) else values
+    gpu, raw, form = (column_of(answer, name) for name in ("gpu", "gpu_raw", "form_factor"))
+    name = pc.if_else(pc.is_null(gpu), pc.binary_join_element_wise(raw, " (unknown)", ""), gpu)
+    labelled = pc.if_else(pc.is_null(form), name, pc.binary_join_element_wise(name, form, " "))
+    return pc.utf8_lower(labelled)
 
 
 def duration_words(seconds: float) -> str:

@@ -1,5 +1,9 @@
 """Everything `GET /` shows, gathered from the pipeline functions the JSON API calls.
 
+The offers come from the same in-memory answer as `/offers` (`OfferServer.answer`): the page
+reads as rows only what it shows, a group's cheapest offer (`cheapest_per`) or the first
+`OFFERS_SHOWN` offers in the order asked, never every offer.
+
 Each part (offers, chart, quotes) fails on its own: a bad filter or workload becomes a message
 beside the control that caused it, and the rest of the page still renders.
 """
@@ -18,15 +22,16 @@ from api.rest.schemas_quotes import QuotesOut, WorkloadQuery, quotes_out
 from api.web.chart import Chart, NowPrice, SeriesKey, build_chart
 from api.web.gpu_view import CHANGE_SPANS, GpuRow, gpu_rows, past_key, sort_gpu_rows
 from api.web.index_view import IndexChart, build_index_chart
-from api.web.offers_view import cheapest_per_gpu, sort_rows
+from api.web.offers_view import sort_rows, sort_values
 from api.web.query import PageQuery, WorkloadForm
 from pipeline.errors import PipelineError
 from pipeline.market.freshness import ProviderFreshness
 from pipeline.market.history import HistoryQuery, cheapest_available_at, price_history
 from pipeline.market.index import IndexQuery, index_series
-from pipeline.market.offers import OfferQuery, current_offers, gpu_specs
+from pipeline.market.offer_groups import GPU_KEY, cheapest_per, sorted_page
+from pipeline.market.offers import OfferQuery, gpu_specs
 from pipeline.market.quality import provider_health
-from pipeline.market.serving import answer_offers
+from pipeline.market.serving import OfferServer
 from pipeline.settings import Settings
 from pipeline.workload.architectures import known_models
 from pipeline.workload.quotes import quote_offers
@@ -36,6 +41,11 @@ from warehouse import Warehouse
 __all__ = ["GpuGroup", "PageData", "page_data"]
 
 QUOTES_SHOWN = 10
+OFFERS_SHOWN = 500
+"""Offers the table lists in the `all` view (the first in the order asked); the rest are a
+link to `/offers` with the same filters."""
+GROUP_KEYS = (GPU_KEY, "form_factor", "provider", "pricing")
+"""The `cheapest` view's groups: one line per GPU and form factor, provider and pricing."""
 PAST_LOOKBACK = timedelta(days=1)
 """A price "24 h ago" is each provider's last snapshot up to a day before that."""
 
@@ -80,8 +90,7 @@ class PageData:
         return [f for f in self.providers if f.stale]
 
 
-def _gpu_groups(rows: Sequence[Mapping[str, Any]], selected: str | None) -> list[GpuGroup]:
-    present = {row["gpu"] for row in rows if row["gpu"]}
+def _gpu_groups(present: set[str], selected: str | None) -> list[GpuGroup]:
     families: dict[str, list[str]] = {}
     for spec in gpu_specs():
         if spec.id in present:
@@ -173,35 +182,46 @@ def _index_chart(warehouse: Warehouse, gpu: str, interval: str, now: datetime) -
 
 
 def page_data(
-    warehouse: Warehouse,
+    server: OfferServer,
     settings: Settings,
     query: PageQuery,
     now: datetime,
     freshness: Sequence[ProviderFreshness],
 ) -> PageData:
-    everything = current_offers(warehouse, OfferQuery(include_unavailable=True))
+    warehouse = server.warehouse
     page = PageData(
         query=query,
         now=now,
         providers=freshness,
         provider_names=[f.provider for f in freshness],
-        gpu_groups=_gpu_groups(everything, query.gpu),
+        gpu_groups=_gpu_groups(server.gpus_offered(), query.gpu),
         models=[a.name for a in known_models()],
         health=provider_health(warehouse),
     )
     try:
-        rows = answer_offers(warehouse, settings, _offer_query(query), now, freshness).offers
+        answer = server.answer(_offer_query(query), now, freshness)
     except PipelineError as exc:
         page.errors["filters"] = str(exc)
         return page
     except ValidationError as exc:
         page.errors["filters"] = _validation_message(exc)
         return page
-    page.offers_total = len(rows)
-    page.gpus = _gpus(warehouse, query, rows, now)
-    shown = cheapest_per_gpu(rows) if query.view == "cheapest" else rows
-    page.offers = sort_rows(shown, query.sort, descending=query.order == "desc")
-    counts = Counter(row["gpu"] for row in rows if row["gpu"])
+    assert answer is not None  # only a ready-only question goes unanswered
+    page.offers_total = answer.count
+    available = cheapest_per(answer, GROUP_KEYS, available_only=True)
+    page.gpus = _gpus(warehouse, query, available, now)
+    descending = query.order == "desc"
+    if query.view == "cheapest":
+        groups = cheapest_per(answer, GROUP_KEYS)
+        page.offers = sort_rows(groups, query.sort, descending=descending)
+    else:
+        values = sort_values(answer, query.sort)
+        page.offers = sorted_page(answer, values, descending, OFFERS_SHOWN).offers
+        groups = cheapest_per(answer, (GPU_KEY,))
+    counts = Counter()
+    for row in groups:
+        if row["gpu"]:
+            counts[row["gpu"]] += row["offers"]
     page.chart_gpu = query.gpu or (min(counts, key=lambda g: (-counts[g], g)) if counts else None)
     if page.chart_gpu is not None:
         history = price_history(
@@ -215,7 +235,7 @@ def page_data(
             now,
         )
         intervals = {name: settings.interval(name) for name in page.provider_names}
-        page.chart = build_chart(history, now, _now_prices(rows), intervals)
+        page.chart = build_chart(history, now, _now_prices(available), intervals)
         page.index_chart = _index_chart(warehouse, page.chart_gpu, query.interval, now)
     workload = query.workload or (WorkloadForm() if settings.demo else None)
     if workload is not None:  # the demo quotes the default job at once: all parts show

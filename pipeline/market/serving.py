@@ -48,8 +48,12 @@ PAST_COPY_ROWS = 10_000
 """`as_of`: the snapshots of a past time, when they hold at most this many offers in all, are
 answered from an in-memory copy like current offers (history does not change: a copy stays
 true); larger ones are asked of the warehouse, which reads only the page asked for."""
-PAST_BYTES_KEPT = 64 * 1024 * 1024
-"""Bytes of past copies kept in all (their Arrow tables), least recently asked out."""
+MIB = 1024 * 1024
+PAST_SHARE = 1 / 16
+"""Of `Settings.memory_budget_mb`: the bytes of past copies kept in all (`CurrentOffers.nbytes`:
+tables, columns, derived answers and offers written), least recently asked out."""
+DERIVED_SHARE = 1 / 64
+"""Of the budget: the derived answers each copy keeps (`warehouse.current.DERIVED_BYTES_KEPT`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,6 +197,9 @@ class OfferServer:
         self._reading = threading.Lock()
         self._held: _Snapshots | None = None
         self._past: OrderedDict[tuple[str, ...], CurrentOffers] = OrderedDict()
+        budget = settings.memory_budget_mb * MIB
+        self.past_bytes_kept = int(budget * PAST_SHARE)
+        self.derived_bytes_kept = int(budget * DERIVED_SHARE)
 
     def _fresh(self) -> _Snapshots | None:
         held = self._held
@@ -257,9 +264,17 @@ class OfferServer:
                 copy = held.copy
                 if copy is None:
                     with self.warehouse.cursor() as cur:
-                        copy = CurrentOffers.load(cur, held.version, filters.gpu_figures)
+                        copy = CurrentOffers.load(
+                            cur, held.version, filters.gpu_figures,
+                            derived_bytes=self.derived_bytes_kept,
+                        )  # fmt: skip
                     held.copy = copy
         return copy
+
+    def gpus_offered(self) -> set[str]:
+        """The GPU ids with an offer in the snapshots in force, available or not."""
+        _, names = self._copy(self._snapshots(), OfferQuery().filters()).codes("gpu")
+        return set(names)
 
     def offers(self, query: OfferQuery) -> list[dict[str, Any]]:
         """`current_offers(warehouse, query)`, from memory where the copy answers the filters."""
@@ -279,7 +294,7 @@ class OfferServer:
     ) -> OffersAnswer | None:
         """`answer_offers`, from the in-memory copy of the snapshots in force, or of a past
         time's snapshots when they are small (`PAST_COPY_ROWS`, made once and kept:
-        `PAST_BYTES_KEPT`); larger ones are asked of the warehouse. With `ready_only`, None
+        `past_bytes_kept`); larger ones are asked of the warehouse. With `ready_only`, None
         unless the copy in force is made and the question is of current offers: nothing is
         read or made (what the event loop may ask)."""
         past = query.as_of is not None
@@ -325,12 +340,28 @@ class OfferServer:
             kept = self._past.get(key)
             if kept is not None:
                 self._past.move_to_end(key)
+                self._trim_past()  # its offers may have been written since
                 return kept
         runs = [(snap["run_id"], snap["observed_at"]) for snap in snapshots]
         with self.warehouse.cursor() as cur:
-            copy = CurrentOffers.load(cur, key, filters.gpu_figures, past=(runs, as_of))
+            copy = CurrentOffers.load(
+                cur, key, filters.gpu_figures, past=(runs, as_of),
+                derived_bytes=self.derived_bytes_kept,
+            )  # fmt: skip
         with self._lock:
             self._past[key] = copy
-            while sum(c.table.nbytes for c in self._past.values()) > PAST_BYTES_KEPT:
-                self._past.popitem(last=False)
+            self._trim_past()
         return copy
+
+    def _trim_past(self) -> None:
+        """Least recently asked past copies out until the rest fit `past_bytes_kept` (the one
+        just asked for is answered from even when it alone does not fit, then dropped)."""
+        while self._past and sum(c.nbytes for c in self._past.values()) > self.past_bytes_kept:
+            self._past.popitem(last=False)
+
+    @property
+    def kept_bytes(self) -> int:
+        """Bytes this server keeps: the copy in force and the past copies."""
+        held = self._held
+        current = held.copy.nbytes if held is not None and held.copy is not None else 0
+        return current + sum(c.nbytes for c in list(self._past.values()))

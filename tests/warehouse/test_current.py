@@ -97,7 +97,7 @@ def test_a_price_cap_over_the_cheapest_first_order_gives_the_rows_the_query_give
 def test_rows_whose_kinds_are_too_varied_to_number_are_compared_whole_with_the_same_answers(
     stored, copy
 ):
-    with stored.cursor() as cur, patch("warehouse.current.math.prod", return_value=2**63):
+    with stored.cursor() as cur, patch("warehouse.combinations.math.prod", return_value=2**63):
         whole = CurrentOffers.load(cur, gpu_figures=FIGURES)
     for wanted in (
         OfferFilters(gpu_figures=FIGURES),

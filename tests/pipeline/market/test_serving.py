@@ -7,6 +7,7 @@ from unittest.mock import patch
 
 import pytest
 
+import warehouse.offers as wo
 from pipeline.collection.collect import run_collection
 from pipeline.market.offers import OfferQuery, current_offers
 from pipeline.market.serving import STATUS_TTL_S, OfferServer, answer_offers
@@ -142,7 +143,42 @@ def test_past_copies_are_kept_within_their_bytes(warehouse, db_path):
     freshness = server.freshness(now)
     first = OfferQuery(as_of=OBSERVED_AT + timedelta(minutes=1))
     second = OfferQuery(as_of=OBSERVED_AT + timedelta(minutes=3))
-    size = server.answer(first, now, freshness).copy.table.nbytes
-    with patch("pipeline.market.serving.PAST_BYTES_KEPT", size):  # room for one copy
-        server.answer(second, now, freshness)
+    size = server.answer(first, now, freshness).copy.nbytes
+    server.past_bytes_kept = size + size // 2  # room for one copy
+    server.answer(second, now, freshness)
     assert len(server._past) == 1
+    assert server.kept_bytes <= server.past_bytes_kept  # no copy in force was made
+
+
+def test_one_off_questions_of_region_and_price_caps_keep_nothing_read_from_the_warehouse(
+    warehouse, db_path
+):
+    _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)
+    server = OfferServer(warehouse, Settings(db=db_path, scheduler=False, memory_budget_mb=256))
+    now = OBSERVED_AT + timedelta(minutes=5)
+    freshness = server.freshness(now)
+    server.answer(OfferQuery(), now, freshness)  # the copy in force
+    with patch.object(wo, "latest_offers", wraps=wo.latest_offers) as warehouse_reads:
+        for i in range(1000):
+            query = OfferQuery(
+                region=f"e{i % 300}", include_unavailable=True, max_price_per_gpu_hour=1 + i / 100
+            )
+            server.answer(query, now, freshness)
+    assert warehouse_reads.call_count == 0
+    assert not server._past
+    copy = server._held.copy
+    assert copy.derived_nbytes <= server.derived_bytes_kept
+    assert server.kept_bytes <= server.settings.memory_budget_mb * 1024 * 1024
+
+
+def test_each_copy_keeps_its_derived_answers_within_its_bytes(warehouse, db_path):
+    _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)
+    server = OfferServer(warehouse, Settings(db=db_path, scheduler=False))
+    server.derived_bytes_kept = 4096  # a few questions' worth
+    now = OBSERVED_AT + timedelta(minutes=5)
+    freshness = server.freshness(now)
+    sorts = ("price_per_hour", "-vram_gb", "gpu_count", "-reliability", "ram_gb", "disk_gb")
+    for i in range(200):
+        query = OfferQuery(region=f"r{i}", sort=sorts[i % len(sorts)], gpu="H100")
+        server.answer(query, now, freshness)
+        assert server._held.copy.derived_nbytes <= 2 * server.derived_bytes_kept
