@@ -11,7 +11,7 @@ import httpx
 from fastapi import Depends, FastAPI
 from starlette.middleware.gzip import GZipMiddleware
 
-from api.mcp import install_mcp, mcp_sessions
+from api.mcp_mount import install_mcp, mcp_sessions
 from api.rest.docs import install_offline_docs
 from api.rest.middleware import BodyLimitMiddleware, HeadAsGetMiddleware, known_query_only
 from api.rest.problems import install_problem_handlers
@@ -75,7 +75,7 @@ def create_app(
             )
             app.state.collector.start()
         try:
-            async with mcp_sessions(app).run():
+            async with mcp_sessions(app):
                 yield
         finally:
             if app.state.collector is not None:

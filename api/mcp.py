@@ -33,8 +33,7 @@ from api.rest.problems import problem_detail
 __all__ = [
     "TOOLS",
     "ApiTool",
-    "install_mcp",
-    "mcp_sessions",
+    "in_process_server",
     "mcp_http_app",
     "mcp_server",
     "tool_list",
@@ -235,36 +234,13 @@ def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
 
-def install_mcp(app: Any, host: str) -> None:
-    """Serve the tools at `/mcp` on `app` (a FastAPI app), through its whole middleware stack;
-    each tool call asks `app` itself in this process. `mcp_sessions(app)` is entered by the
-    app's lifespan: a session manager runs once, so each start of the app makes its own."""
+def in_process_server(app: Any) -> Server[Any]:
+    """The MCP server over `app` (a FastAPI app) itself: each tool call asks `app` in this
+    process, through its whole middleware stack."""
 
     def client() -> httpx.AsyncClient:
         return httpx.AsyncClient(
             transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1", timeout=None
         )
 
-    app.state.mcp_server = mcp_server(app.openapi, client)
-    app.state.mcp_host = host
-    app.add_route(
-        "/mcp", _Transport(app), methods=["GET", "POST", "DELETE"], include_in_schema=False
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class _Transport:
-    """The `/mcp` endpoint: an ASGI app (Starlette calls a plain function with a request)
-    handing each request to the session manager of the app's current run."""
-
-    app: Any
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.app.state.mcp_sessions.asgi_app(scope, receive, send)
-
-
-def mcp_sessions(app: Any) -> StreamableHTTPSessionManager:
-    """A new session manager for the app's MCP server (see `install_mcp`)."""
-    _, manager = mcp_http_app(app.state.mcp_server, app.state.mcp_host)
-    app.state.mcp_sessions = manager
-    return manager
+    return mcp_server(app.openapi, client)

@@ -48,7 +48,7 @@ from pipeline.market.serving import OfferServer  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
 from warehouse import Warehouse  # noqa: E402
 
-TARGET_SPEEDUP = 40.0
+TARGET_SPEEDUP = 100.0
 VENDORS = {"NVIDIA": AcceleratorVendor.NVIDIA, "AMD": AcceleratorVendor.AMD}
 
 

@@ -71,7 +71,9 @@ day ago: inside the retention window, so each provider's last snapshot then, rea
 observations)."""
 CLIENTS = 8
 TARGETS = {"p50_ms": 10.0, "p99_ms": 30.0, "rps": 500.0, "rss_mb": 300.0}
-UNIQUE_TARGETS = {"p50_ms": 2.0, "p99_ms": 10.0, "floor_share": 0.5}
+UNIQUE_TARGETS = {"p50_ms": 1.0, "p99_ms": 5.0, "rps": 2000.0}
+"""Unique questions over 100,000 offers (issue 30); the ratio to the bare-ASGI floor is reported,
+not a target."""
 UNIQUE_GPUS = [
     "RTX 4090", "RTX 3090", "RTX 5090", "A100-80GB", "A100-40GB", "A100", "H100-80GB", "H100",
     "H100-94GB", "H200-141GB", "L40S", "A40", "RTX A6000", "RTX 6000 Ada", "V100-16GB",
@@ -228,10 +230,11 @@ def unique_phase(db: Path, args: argparse.Namespace, size: int) -> None:
         p50 <= UNIQUE_TARGETS["p50_ms"] and p99 <= UNIQUE_TARGETS["p99_ms"] and not single.errors,
     )  # fmt: skip
     record_target(
-        args.results, f"/offers unique questions, {CLIENTS} clients, vs the bare-ASGI floor",
-        f"{loaded.rps:.0f} vs {floor.rps:.0f} req/s = {share:.2f}x, {len(loaded.errors)} errors",
-        f">= {UNIQUE_TARGETS['floor_share']:.1f}x, 0 errors",
-        share >= UNIQUE_TARGETS["floor_share"] and not loaded.errors,
+        args.results, f"/offers unique questions, {CLIENTS} clients",
+        f"{loaded.rps:.0f} req/s, {len(loaded.errors)} errors (floor {floor.rps:.0f} req/s: "
+        f"{share:.2f}x)",
+        f">= {UNIQUE_TARGETS['rps']:.0f} req/s, 0 errors",
+        loaded.rps >= UNIQUE_TARGETS["rps"] and not loaded.errors,
     )  # fmt: skip
 
 

@@ -6,12 +6,10 @@ from typing import Any
 
 import anyio
 import httpx
-from mcp.server.stdio import stdio_server
 
 from api.app import create_app
 from api.cli.common import ConfigOption, DbOption, load_settings, open_existing, user_errors
 from api.cli.remote import ApiOption, Remote, remote_for
-from api.mcp import mcp_server
 from pipeline.settings import Settings
 
 __all__ = ["mcp"]
@@ -32,15 +30,19 @@ def mcp(db: DbOption = None, config: ConfigOption = None, api: ApiOption = None)
 
 
 async def _serve(server: Any) -> None:
+    from mcp.server.stdio import stdio_server  # the SDK, loaded when this command runs
+
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
 async def _serve_local(settings: Settings, warehouse: Any) -> None:
     """The tools over the app itself, in this process, on the database this command opened."""
+    from api.mcp import in_process_server
+
     app = create_app(settings, warehouse)
     async with app.router.lifespan_context(app):
-        await _serve(app.state.mcp_server)
+        await _serve(in_process_server(app))
 
 
 async def _serve_remote(remote: Remote, openapi: dict[str, Any]) -> None:
@@ -50,5 +52,7 @@ async def _serve_remote(remote: Remote, openapi: dict[str, Any]) -> None:
 
     def client() -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=remote.url.rstrip("/"), headers=headers, timeout=60.0)
+
+    from api.mcp import mcp_server
 
     await _serve(mcp_server(lambda: openapi, client))
