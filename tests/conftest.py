@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +17,13 @@ hypothesis_settings.load_profile("gpuprices")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OBSERVED_AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now, for a server a test starts (loopback only)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def fixture_bytes(name: str) -> bytes:

@@ -5,7 +5,6 @@ as the API answers, and turn a bad argument into a tool error with the API's rea
 from __future__ import annotations
 
 import json
-import socket
 import sys
 import threading
 import time
@@ -24,7 +23,7 @@ from api.app import create_app
 from api.cli.commands import app as cli
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES, OBSERVED_AT
+from tests.conftest import FIXTURES, OBSERVED_AT, free_port
 from warehouse import Warehouse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,16 +48,10 @@ def market_db(tmp_path: Path) -> Path:
     return db
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture
 def served(market_db: Path) -> Iterator[str]:
     """`serve`'s app on a real uvicorn on 127.0.0.1; yields its base URL."""
-    port = _free_port()
+    port = free_port()
     settings = Settings(db=market_db, scheduler=False, port=port)
     server = uvicorn.Server(
         uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")

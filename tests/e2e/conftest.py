@@ -8,7 +8,6 @@ locally, and fail in CI (where `CI` is set), so a missing browser never passes u
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import free_port
 from tests.e2e.seed import seed
 from warehouse import Warehouse
 
@@ -46,12 +46,6 @@ needs_chromium = pytest.mark.skipif(
 """Skipped only on a machine without Chromium and outside CI: in CI a missing browser fails."""
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _serve_command() -> list[str]:
     script = Path(sys.executable).with_name("gpuprices")
     return [str(script)] if script.exists() else [sys.executable, "-m", "api"]
@@ -69,7 +63,7 @@ def seeded_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def base_url(seeded_db: Path) -> Iterator[str]:
     """`gpuprices serve --no-scheduler` as a user starts it, on a free loopback port."""
-    port = _free_port()
+    port = free_port()
     env = {
         k: v
         for k, v in os.environ.items()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,8 @@ from typing import Any
 
 import httpx
 
+from tests.conftest import free_port
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 REPLAYS = {
     "vastai": FIXTURES / "vastai_bundles.json",
@@ -25,12 +26,6 @@ REPLAYS = {
     "coreweave": FIXTURES / "coreweave_pricing.html",
 }
 """One recorded body per provider."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_until(

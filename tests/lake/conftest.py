@@ -11,7 +11,6 @@ from __future__ import annotations
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import free_port
 from tests.lake.objectstore import ObjectStore, object_store
 
 SUPERUSER = "postgres"
@@ -29,12 +29,6 @@ SUPERUSER = "postgres"
 def _pg_bin() -> Path | None:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
     return Path(found[-1]).parent if found else None
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _as_postgres(args: list[str]) -> list[str]:
@@ -130,7 +124,7 @@ def postgres() -> Iterator[Postgres]:
         check=True,
         capture_output=True,
     )
-    server = Postgres(_free_port(), bin_dir, data, root)
+    server = Postgres(free_port(), bin_dir, data, root)
     server.start()
     try:
         yield server

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import free_port
+
 REGION = "eu-west-1"
 _BUFFER_BYTES = 64 * 1024
 _ALLOW_S3 = json.dumps(
@@ -31,12 +33,6 @@ _ALLOW_S3 = json.dumps(
         "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}],
     }
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Proxy:
@@ -220,7 +216,7 @@ def _provision(port: int) -> tuple[str, str]:
 @contextmanager
 def object_store(log: Path) -> Iterator[ObjectStore]:
     """moto's S3 server on a free loopback port, credentials enforced, behind a `Proxy`."""
-    port = _free_port()
+    port = free_port()
     with log.open("wb") as out:
         server = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],

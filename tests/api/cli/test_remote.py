@@ -22,8 +22,8 @@ from typer.testing import CliRunner
 
 from api.cli.commands import app
 from api.cli.remote import address_file
-from tests.api.cli.test_serve import ROOT, free_port
-from tests.conftest import FIXTURES
+from tests.api.cli.test_serve import ROOT
+from tests.conftest import FIXTURES, free_port
 
 runner = CliRunner()
 RECENT = (datetime.now(UTC) - timedelta(minutes=2)).strftime("%Y-%m-%dT%H:%M:%SZ")

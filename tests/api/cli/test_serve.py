@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -16,16 +15,10 @@ from pathlib import Path
 
 import httpx
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, free_port
 from warehouse import Warehouse
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def test_serve_answers_then_stops_cleanly_on_sigterm(db_path):

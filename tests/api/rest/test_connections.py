@@ -17,18 +17,13 @@ import pytest
 
 from api.rest.connections import RESERVED_FILES, max_connections
 from pipeline.settings import Settings
+from tests.conftest import free_port
 from warehouse import Warehouse
 
 ROOT = Path(__file__).resolve().parents[3]
 IDLE_CONNECTIONS = 300
 FILE_LIMIT = 256
 """The open-file limit the finding's server ran under."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @contextmanager
