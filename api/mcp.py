@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import mcp_types as types
 from mcp.server.lowlevel import Server
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from api.rest.problems import problem_detail
@@ -34,7 +34,7 @@ __all__ = [
     "TOOLS",
     "ApiTool",
     "in_process_server",
-    "mcp_http_app",
+    "http_sessions",
     "mcp_server",
     "tool_list",
 ]
@@ -193,12 +193,10 @@ def mcp_server(openapi: Callable[[], Mapping[str, Any]], client: ClientFactory) 
     )
 
 
-def mcp_http_app(
-    server: Server[Any], host: str
-) -> tuple[StreamableHTTPASGIApp, StreamableHTTPSessionManager]:
-    """The streamable HTTP transport for `server`, and its session manager (whose `run()` the
-    hosting app's lifespan enters). On a loopback address, Host and Origin are checked against
-    loopback names (DNS rebinding), as the SDK does."""
+def http_sessions(server: Server[Any], host: str) -> StreamableHTTPSessionManager:
+    """The streamable HTTP transport's session manager for `server` (its `asgi_app` answers
+    `/mcp`; its `run()` must be entered first). On a loopback address, Host and Origin are
+    checked against loopback names (DNS rebinding), as the SDK does."""
     security = None
     if host in LOOPBACK_HOSTS:
         security = TransportSecuritySettings(
@@ -206,8 +204,7 @@ def mcp_http_app(
             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "testserver"],
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
-    manager = StreamableHTTPSessionManager(app=server, security_settings=security)
-    return StreamableHTTPASGIApp(manager), manager
+    return StreamableHTTPSessionManager(app=server, security_settings=security)
 
 
 def _by_name(name: str) -> ApiTool | None:

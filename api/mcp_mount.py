@@ -50,9 +50,9 @@ async def _started_sessions(app: Any) -> Any:
         return manager
     async with app.state.mcp_starting:
         if app.state.mcp_sessions is None:
-            from api.mcp import in_process_server, mcp_http_app  # the SDK: loaded here
+            from api.mcp import http_sessions, in_process_server  # the SDK: loaded here
 
-            _, manager = mcp_http_app(in_process_server(app), app.state.mcp_host)
+            manager = http_sessions(in_process_server(app), app.state.mcp_host)
             await app.state.mcp_group.start(_run, manager)
             app.state.mcp_sessions = manager
     return app.state.mcp_sessions
