@@ -92,9 +92,12 @@ def stored_files(warehouse: Warehouse) -> list[str]:
 
 
 def missing_data_files(warehouse: Warehouse) -> list[str]:
-    """Data files the lake's current snapshot lists that are not stored."""
+    """Data files the lake's current snapshot lists that are not stored. Listed first: a
+    collector still running may commit between the two reads, and a file it wrote is stored
+    before its commit lists it, never after."""
+    listed = listed_files(warehouse)
     stored = set(stored_files(warehouse))
-    return [path for path in listed_files(warehouse) if path not in stored]
+    return [path for path in listed if path not in stored]
 
 
 def assert_consistent(warehouse: Warehouse) -> None:
