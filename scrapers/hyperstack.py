@@ -92,8 +92,9 @@ def _text(tag: Tag) -> str:
     return visible_text(tag.get_text(" "))
 
 
-_Row = tuple[Pricing, dict[Column, str] | None, Tag]
-"""A card's row: its pricing, its cells by column (None when they do not match the labels)."""
+_Row = tuple[Pricing, dict[Column, str] | None, Tag, str]
+"""A card's row: its pricing, its cells by column (None when they do not match the labels), the
+row as served and its GPU model's text."""
 
 
 def _rows(soup: BeautifulSoup) -> list[_Row]:
@@ -115,7 +116,8 @@ def _rows(soup: BeautifulSoup) -> list[_Row]:
             read = None
             if len(cells) == len(columns):
                 read = {c: _text(cell) for c, cell in zip(columns, cells, strict=True) if c}
-            found.append((pricing, read, row))
+            at = columns.index("model")
+            found.append((pricing, read, row, _text(cells[at]) if at < len(cells) else ""))
     return found
 
 
@@ -127,11 +129,11 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
             f"{NAME}: no rows in an on-demand or spot GPU price card at {URL}; the page markup "
             "changed, update scrapers/hyperstack.py"
         )
-    vram_of = {_board(cells["model"]): cells["vram"] for _, cells, _ in rows
+    vram_of = {_board(cells["model"]): cells["vram"] for _, cells, _, _ in rows
                if cells and cells.get("model") and cells.get("vram")}  # fmt: skip
     batch = OfferBatch(NAME, observed_at, raw_of=lambda i: str(rows[i][2]),
                        id_of=lambda i: _row_id(rows[i]))  # fmt: skip
-    for i, (pricing, cells, _) in enumerate(rows):
+    for i, (pricing, cells, _, _) in enumerate(rows):
         try:
             if cells is None:
                 raise ValueError("row has a cell count that does not match the column labels")
@@ -152,8 +154,8 @@ def _board(model: str) -> str:
 
 
 def _row_id(row: _Row) -> str | None:
-    pricing, cells, _ = row
-    return f"{slug(cells['model'])}/{pricing.value}" if cells and cells.get("model") else None
+    pricing, _, _, model = row
+    return f"{slug(model)}/{pricing.value}" if model else None
 
 
 def _offers_of(
