@@ -38,6 +38,7 @@ URL = "https://www.crusoe.ai/cloud/pricing"
 INTERVAL = timedelta(hours=6)  # a published price list: no stock, prices change rarely
 CURRENCY = "USD"
 LISTED_ONLY = True  # listed at a price, no stock on the page
+IN_PRICE_INDEX = False  # list prices, kept out of the price index v1 like every listed-only source
 
 FORM_TAGS = {"hgx": "SXM", "sxm": "SXM", "pcie": "PCIe"}
 """Tag words that state the form factor; they go into `gpu_raw` for the catalog to read."""

@@ -45,6 +45,7 @@ URL = "https://docs.digitalocean.com/products/droplets/details/pricing/"
 INTERVAL = timedelta(hours=6)  # a published price list; spot prices "may change daily"
 CURRENCY = "USD"
 LISTED_ONLY = True  # listed at a price, no stock on the page
+IN_PRICE_INDEX = False  # list prices, kept out of the price index v1 like every listed-only source
 
 BOARDS = {
     "NVIDIA RTX 4000": "NVIDIA RTX 4000 Ada Generation",

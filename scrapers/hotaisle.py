@@ -41,6 +41,7 @@ URL = "https://hotaisle.xyz/pricing"
 INTERVAL = timedelta(hours=6)  # a published price list: no stock, prices change rarely
 CURRENCY = "USD"
 LISTED_ONLY = True  # listed at a price, no stock on the page
+IN_PRICE_INDEX = False  # list prices, kept out of the price index v1 like every listed-only source
 GB_PER_TB = 1000
 
 _CARD_PRICE = re.compile(r"^\$\s*\d[\d,]*(?:\.\d+)?\s*/\s*GPU\s*/\s*h(?:ou)?r", re.IGNORECASE)

@@ -41,6 +41,7 @@ URL = "https://www.hyperstack.cloud/gpu-pricing"
 INTERVAL = timedelta(hours=6)  # a published price list: no stock, prices change rarely
 CURRENCY = "USD"
 LISTED_ONLY = True  # listed at a price, no stock on the page
+IN_PRICE_INDEX = False  # list prices, kept out of the price index v1 like every listed-only source
 
 BOARDS = {
     "NVIDIA A6000": "NVIDIA RTX A6000",

@@ -48,6 +48,7 @@ URL = "https://nebius.com/prices"
 INTERVAL = timedelta(hours=6)  # a published price list: no stock, prices change rarely
 CURRENCY = "USD"
 LISTED_ONLY = True  # listed at a price, no stock on the page
+IN_PRICE_INDEX = False  # list prices, kept out of the price index v1 like every listed-only source
 
 REGIONS = tuple(row["region"] for row in data_rows("nebius_regions"))
 """Nebius's GPU regions; the page's one price is listed in each (see the module docstring)."""
