@@ -47,8 +47,13 @@ GB_PER_TB = 1000
 _CARD_PRICE = re.compile(r"^\$\s*\d[\d,]*(?:\.\d+)?\s*/\s*GPU\s*/\s*h(?:ou)?r", re.IGNORECASE)
 _COUNT = re.compile(r"(?<!\w)(\d+)\s*x\b", re.IGNORECASE)
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(TB|GB)\b", re.IGNORECASE)
-_MINIMUM = re.compile(r"\b(\w+)[-\s]+(hour|day|week|month|year)s?\s+minimum\b|\bminimum\b",
-                      re.IGNORECASE)  # fmt: skip
+_PERIOD = r"(?:hour|day|week|month|year)s?"
+_MINIMUM = re.compile(
+    rf"\b(?:(?P<negated>no|without)\s+)?(?P<term>(?:[\w]+[-\s])?{_PERIOD}[-\s]+minimum"
+    rf"|minimum\s+(?:term|commitment|contract|of\s+[\w-]+\s+{_PERIOD}))\b",
+    re.IGNORECASE,
+)
+"""A minimum term: `one-month minimum`, `3-month minimum`, `minimum term`; not `no minimum`."""
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
@@ -165,8 +170,9 @@ def _spec_values(card: Tag, counts: list[int]) -> dict[str, list[float | None]]:
 
 
 def _minimum_term(card: Tag) -> str | None:
-    match = _MINIMUM.search(visible_text(card.get_text(" ")))
-    return match.group(0) if match else None
+    text = visible_text(card.get_text(" "))
+    terms = [m.group("term") for m in _MINIMUM.finditer(text) if not m.group("negated")]
+    return terms[0] if terms else None
 
 
 def _offers_of(card: Tag) -> list[dict[str, Any]]:

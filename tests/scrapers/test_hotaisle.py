@@ -53,6 +53,12 @@ def test_a_vm_card_that_gains_a_minimum_term_is_rejected_too():
     assert "vm-small-1x-mi300x" not in offers_by_id(body)
 
 
+@pytest.mark.parametrize("note", [b"Billed by the minute, no minimum.", b"Minimum of nothing."])
+def test_a_card_that_says_no_minimum_term_stays_an_hourly_offer(note):
+    body = BODY.replace(b"Ideal for experimentation and development.", note)
+    assert "vm-small-1x-mi300x" in offers_by_id(body)
+
+
 def test_a_card_without_a_count_and_model_is_rejected_with_its_reason():
     body = BODY.replace(b"<span>1x</span>", b"<span>one</span>")
     result = hotaisle.parse(body, OBSERVED_AT)
