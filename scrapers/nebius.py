@@ -102,6 +102,18 @@ def _table_blocks(text: str) -> list[dict[str, Any]]:
     return blocks
 
 
+def _blocks_of(soup: BeautifulSoup) -> list[dict[str, Any]]:
+    """The table blocks of the pushed payload; else of any script, as JSON or JSON escaped once
+    inside a string (a page that moves its data out of `self.__next_f.push`)."""
+    blocks = _table_blocks(_flight_text(soup))
+    scripts = [script.get_text() for script in soup.find_all("script")]
+    for text in (*scripts, *(t.replace('\\"', '"') for t in scripts)):
+        if blocks:
+            break
+        blocks = _table_blocks(text)
+    return blocks
+
+
 def _column_of(label: str) -> Column | None:
     words = label_words(label)
     joined = " ".join(words)
@@ -148,7 +160,7 @@ def _gpu_tables(blocks: list[dict[str, Any]]) -> list[tuple[list[Column | None],
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
     complete_html(payload, NAME)
     soup = BeautifulSoup(payload, "html.parser")
-    tables = _gpu_tables(_table_blocks(_flight_text(soup)))
+    tables = _gpu_tables(_blocks_of(soup))
     rows = [(columns, row) for columns, body in tables for row in body]
     if not rows:
         raise ProviderPayloadError(

@@ -68,6 +68,13 @@ def test_a_page_chunk_split_across_two_pushes_is_joined_before_reading():
     assert offers_by_key(split) == offers_by_key()
 
 
+def test_blocks_moved_out_of_the_pushed_payload_are_still_found():
+    start, end = BODY.index(b"self.__next_f.push([1,"), BODY.index(b'"])</script>')
+    excerpt = BODY[start + len(b"self.__next_f.push([1,") + 1 : end]  # the recorded excerpt
+    page = b"<html><body><script>window.__DATA__ = '" + excerpt + b"';</script></body></html>"
+    assert offers_by_key(page) == offers_by_key()
+
+
 def test_a_page_without_the_table_blocks_is_a_payload_error():
     body = BODY.replace(b"highlight-table-block", b"rich-text-block")
     with pytest.raises(ProviderPayloadError, match="no GPU price table block"):
