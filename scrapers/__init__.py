@@ -65,6 +65,11 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "azure",
         "gcp",
         "oci",
+        "digitalocean",
+        "nebius",
+        "crusoe",
+        "hotaisle",
+        "hyperstack",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate

@@ -13,6 +13,7 @@ def test_defaults_collect_every_provider_at_its_documented_interval():
     assert settings.providers == [
         "ecb", "vastai", "runpod", "lambda", "coreweave", "scaleway", "ovhcloud", "verda",
         "hetzner", "aws", "azure", "gcp", "oci",
+        "digitalocean", "nebius", "crusoe", "hotaisle", "hyperstack",
     ]  # fmt: skip
     assert settings.interval("ecb") == timedelta(days=1)
     assert settings.interval("aws") == settings.interval("azure") == timedelta(hours=1)
@@ -23,6 +24,7 @@ def test_defaults_collect_every_provider_at_its_documented_interval():
     assert settings.interval("coreweave") == timedelta(hours=6)
     assert settings.interval("gcp") == timedelta(hours=12)
     assert settings.interval("oci") == timedelta(hours=24)
+    assert settings.interval("nebius") == settings.interval("hotaisle") == timedelta(hours=6)
     assert settings.stale_threshold("vastai") == timedelta(minutes=30)
     assert settings.retention == timedelta(days=90)
 

@@ -20,7 +20,7 @@ from scrapers.base import (
 )
 from tests.conftest import FIXTURES, OBSERVED_AT
 
-NOT_PROVIDERS = {"base", "batch", "errors", "machines", "models"}
+NOT_PROVIDERS = {"base", "batch", "errors", "machines", "models", "pagetext"}
 DATA = Path(scrapers.__file__).parent / "data"
 RECORDED = {
     "vastai": "vastai_bundles.json",
@@ -31,6 +31,11 @@ RECORDED = {
     "ovhcloud": "ovhcloud_catalog_fr.json",
     "verda": "verda_pricing_recorded.html",
     "hetzner": "hetzner_live_data_prices.json",
+    "digitalocean": "digitalocean_pricing.html",
+    "nebius": "nebius_prices.html",
+    "crusoe": "crusoe_pricing.html",
+    "hotaisle": "hotaisle_pricing.html",
+    "hyperstack": "hyperstack_gpu_pricing.html",
 }
 
 

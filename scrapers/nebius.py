@@ -1,0 +1,238 @@
+"""Nebius AI Cloud: the public prices page (`GET https://nebius.com/prices`), read by meaning.
+
+Quirks (see docs/pages/providers.md and tests/fixtures/README.md):
+- The API (gRPC `CalculatorService.estimate`, used by gpuhunt and SkyPilot) needs a service
+  account; the page is keyless. It is a Next.js page: its tables travel as content blocks
+  (`{"type":"highlight-table-block","title":"NVIDIA GPU Instances","table":{"content":[[...]]}}`)
+  inside the React Server Components payload, JavaScript strings pushed by
+  `self.__next_f.push([1,"..."])` scripts (getcomputable/gpu-index records the page so). The
+  pushed strings are decoded and joined, and each table block is read as JSON.
+- A GPU table is a block whose title has the word `GPU`; its first row is the header, read as
+  words: `Item` → the GPU, `vCPUs`, `RAM, GB`, `Preemptible, GPU-hour` → spot (Nebius's
+  preemptible VMs: stopped at any time with 60 s notice, docs.nebius.com/compute/virtual-machines/
+  preemptible), `On-demand, GPU-hour` → on-demand. Prices are USD per GPU-hour: a price column
+  whose label does not say `GPU-hour` is a changed page (`ProviderPayloadError`).
+- vCPUs and RAM are one GPU's share (16 vCPUs and 200 GB per H100: preset `1gpu-16vcpu-200gb`),
+  so each offer is one GPU with that share; Nebius sells 1- and 8-GPU presets at the same
+  per-GPU price (docs.nebius.com/signup-billing/billing-changes-oct-2025).
+- `––` and `[Contact us](#ai-contact-form)` mean no price in that column (GB200/GB300 NVL72): no
+  offer, no reject. `from $1.82` with vCPUs `16-192` (L40S) is the cheapest of several presets,
+  not one offer: the row is a reject with that reason.
+- The page quotes one price and no region. Each GPU is listed once per Nebius GPU region of
+  `data/nebius_regions.csv` (Finland, Iceland, France, the UK, Israel, the US), as Oracle's list
+  is, so `--jurisdiction eea` finds Nebius's EU offers; the page does not say which platform a
+  region stocks. `LISTED_ONLY`: listed at a price, not stock.
+- No VRAM is on the page; `VRAM_GB` gives it where a board comes in several sizes (H100).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timedelta
+from typing import Any, Literal
+
+import httpx
+from bs4 import BeautifulSoup
+
+from scrapers.base import Credentials, data_rows, fetch_bytes
+from scrapers.batch import OfferBatch
+from scrapers.errors import ProviderPayloadError
+from scrapers.models import ParseResult, Pricing, json_raw, reason_of
+from scrapers.pagetext import complete_html, label_words, slug, usd_per_hour, visible_text
+
+NAME = "nebius"
+ENV_KEY = None
+KEY_REQUIRED = False  # a public web page
+URL = "https://nebius.com/prices"
+INTERVAL = timedelta(hours=6)  # a published price list: no stock, prices change rarely
+CURRENCY = "USD"
+LISTED_ONLY = True  # listed at a price, no stock on the page
+IN_PRICE_INDEX = False  # list prices, kept out of the price index v1 like every listed-only source
+
+REGIONS = tuple(row["region"] for row in data_rows("nebius_regions"))
+"""Nebius's GPU regions; the page's one price is listed in each (see the module docstring)."""
+VRAM_GB = {"h100": 80.0}
+"""Per-GPU memory (GB) by board words where the page states none and the board has several
+sizes: Nebius's H100 is the 80 GB SXM part (platform gpu-h100-sxm)."""
+
+Column = Literal["model", "vcpus", "ram", "spot", "on_demand"]
+_PUSH = re.compile(r'self\.__next_f\.push\(\[\s*1\s*,\s*("(?:[^"\\]|\\.)*")\s*\]\)', re.DOTALL)
+_BLOCK = re.compile(r'\{\s*"type"\s*:\s*"highlight-table-block"')
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+"""`[Contact us](#ai-contact-form)`: a Markdown link, read as its text."""
+_RANGE = re.compile(r"^\d+\s*-\s*\d+$")
+
+
+def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
+    return fetch_bytes(
+        client,
+        "GET",
+        URL,
+        provider=NAME,
+        headers={"Accept": "text/html"},
+        auth_hint="the public prices page refused the request (bot protection?); retry later",
+    )
+
+
+def _flight_text(soup: BeautifulSoup) -> str:
+    """The React Server Components payload: every pushed string, decoded, in page order."""
+    parts = []
+    for script in soup.find_all("script"):
+        for match in _PUSH.finditer(script.get_text()):
+            try:
+                parts.append(json.loads(match.group(1)))
+            except json.JSONDecodeError as exc:
+                raise ProviderPayloadError(
+                    f"{NAME}: a pushed page chunk is not a string ({exc})"
+                ) from exc
+    return "".join(parts)
+
+
+def _table_blocks(text: str) -> list[dict[str, Any]]:
+    decoder = json.JSONDecoder()
+    blocks = []
+    for match in _BLOCK.finditer(text):
+        try:
+            block, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError as exc:
+            raise ProviderPayloadError(f"{NAME}: a price table block is not JSON ({exc})") from exc
+        if isinstance(block, dict):
+            blocks.append(block)
+    return blocks
+
+
+def _blocks_of(soup: BeautifulSoup) -> list[dict[str, Any]]:
+    """The table blocks of the pushed payload; else of any script, as JSON or JSON escaped once
+    inside a string (a page that moves its data out of `self.__next_f.push`)."""
+    blocks = _table_blocks(_flight_text(soup))
+    scripts = [script.get_text() for script in soup.find_all("script")]
+    for text in (*scripts, *(t.replace('\\"', '"') for t in scripts)):
+        if blocks:
+            break
+        blocks = _table_blocks(text)
+    return blocks
+
+
+def _column_of(label: str) -> Column | None:
+    words = label_words(label)
+    joined = " ".join(words)
+    if "preemptible" in words or "spot" in words:
+        return "spot"
+    if "on demand" in joined or "ondemand" in words:
+        return "on_demand"
+    if "item" in words or "gpu" in words and "model" in words:
+        return "model"
+    if "vcpus" in words or "vcpu" in words:
+        return "vcpus"
+    if "ram" in words:
+        return "ram"
+    return None
+
+
+def _gpu_tables(blocks: list[dict[str, Any]]) -> list[tuple[list[Column | None], list[Any]]]:
+    tables = []
+    for block in blocks:
+        if "gpu" not in label_words(str(block.get("title", ""))):
+            continue
+        content = (block.get("table") or {}).get("content")
+        if not isinstance(content, list) or not content or not isinstance(content[0], list):
+            raise ProviderPayloadError(f"{NAME}: GPU table {block.get('title')!r} has no rows")
+        header = [str(label) for label in content[0]]
+        columns = [_column_of(label) for label in header]
+        prices = [label for label, column in zip(header, columns, strict=True)
+                  if column in ("spot", "on_demand")]  # fmt: skip
+        if "model" not in columns or not prices:
+            raise ProviderPayloadError(
+                f"{NAME}: GPU table {block.get('title')!r} has no GPU or price column (headers: "
+                f"{', '.join(header)}) at {URL}; the page layout changed, update scrapers/nebius.py"
+            )
+        for label in prices:
+            if not {"gpu", "hour"} <= set(label_words(label)):
+                raise ProviderPayloadError(
+                    f"{NAME}: price column {label!r} is not per GPU-hour at {URL}; the page "
+                    "changed its unit, update scrapers/nebius.py"
+                )
+        tables.append((columns, content[1:]))
+    return tables
+
+
+def parse(payload: bytes, observed_at: datetime) -> ParseResult:
+    complete_html(payload, NAME)
+    soup = BeautifulSoup(payload, "html.parser")
+    tables = _gpu_tables(_blocks_of(soup))
+    rows = [(columns, row) for columns, body in tables for row in body]
+    if not rows:
+        raise ProviderPayloadError(
+            f"{NAME}: no GPU price table block (a 'highlight-table-block' titled with GPU) at "
+            f"{URL}; the page markup changed, update scrapers/nebius.py"
+        )
+    batch = OfferBatch(
+        NAME,
+        observed_at,
+        raw_of=lambda i: json_raw(rows[i][1]),
+        id_of=lambda i: slug(str(rows[i][1][0])) if rows[i][1] else None,
+    )
+    for i, (columns, row) in enumerate(rows):
+        try:
+            batch.add(i, _offers_of(_cells(columns, row)))
+        except (KeyError, TypeError, ValueError) as exc:
+            batch.reject(i, reason_of(exc))
+    result = batch.finish()
+    if not result.offer_count:
+        raise ProviderPayloadError(
+            f"{NAME}: {len(rows)} GPU rows, none usable ({len(result.rejects)} rejected) at "
+            f"{URL}; the page changed, update scrapers/nebius.py"
+        )
+    return result
+
+
+def _cells(columns: list[Column | None], row: Any) -> dict[Column, str]:
+    if not isinstance(row, list) or len(row) != len(columns):
+        raise ValueError(f"row has {len(row) if isinstance(row, list) else 0} cells for "
+                         f"{len(columns)} column labels")  # fmt: skip
+    return {
+        column: visible_text(_LINK.sub(r"\1", str(cell)))
+        for column, cell in zip(columns, row, strict=True)
+        if column is not None
+    }
+
+
+def _share(cells: dict[Column, str], column: Column) -> float | None:
+    """One GPU's vCPUs or RAM (GB); a range (`16-192`) is several presets, not one offer."""
+    text = cells.get(column, "")
+    if not text:
+        return None
+    if _RANGE.match(text):
+        raise ValueError(f"{column} {text!r} is a range of presets, not one offer's")
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        raise ValueError(f"{column} {text!r} is not a number") from None
+
+
+def _offers_of(cells: dict[Column, str]) -> list[dict[str, Any]]:
+    model = cells["model"]
+    prices = {Pricing.SPOT: usd_per_hour(cells.get("spot", "")),
+              Pricing.ON_DEMAND: usd_per_hour(cells.get("on_demand", ""))}  # fmt: skip
+    if all(price is None for price in prices.values()):
+        return []  # `Contact us` / `––`: no listed price
+    vcpus, ram_gb = _share(cells, "vcpus"), _share(cells, "ram")
+    board = " ".join(word for word in label_words(model) if word not in ("nvidia", "hgx"))
+    return [
+        {
+            "offer_id": f"{slug(model)}@{region}",
+            "gpu_raw": model,
+            "gpu_count": 1,
+            "vram_gb": VRAM_GB.get(board),
+            "pricing": pricing,
+            "price_per_gpu_hour": price,
+            "region": region,
+            "available": True,  # listed at a price (LISTED_ONLY), not stock
+            "vcpus": vcpus,
+            "ram_gb": ram_gb,
+        }
+        for pricing, price in prices.items()
+        if price is not None
+        for region in REGIONS
+    ]
