@@ -70,6 +70,7 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "crusoe",
         "hotaisle",
         "hyperstack",
+        "hyperbolic",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate

@@ -36,6 +36,7 @@ RECORDED = {
     "crusoe": "crusoe_pricing.html",
     "hotaisle": "hotaisle_pricing.html",
     "hyperstack": "hyperstack_gpu_pricing.html",
+    "hyperbolic": "hyperbolic_rental_options.json",
 }
 
 
