@@ -209,9 +209,15 @@ def offers_of_records(
     return batch.finish()
 
 
-CONTROL_CHARACTERS = r"[\x00-\x1f\x7f-\x9f]"
-"""NUL and the other C0/C1 control characters: never part of a name, stripped at parse (a NUL
-stored once was rendered on the page and written into every export)."""
+CONTROL_CHARACTERS = (
+    r"[\x00-\x1f\x7f-\x9f\x{2028}\x{2029}\x{202a}-\x{202e}\x{2066}-\x{2069}\x{feff}]"
+)
+"""Never part of a name, stripped at parse (an RE2 class, as pyarrow matches it): NUL and the
+other C0/C1 control characters (a NUL stored once was rendered on the page and written into
+every export; `\\n`, `\\r` and NEL are among them), Unicode's line and paragraph separators
+U+2028/U+2029 (YAML and JavaScript read them as line breaks: one in a region once ended a task
+file's comment), the bidirectional embeddings, overrides and isolates that reorder text on
+screen, and the byte-order mark."""
 
 
 def _printable(table: pa.Table) -> pa.Table:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -40,12 +41,36 @@ TRAIN_SCRIPT = "train.py"
 """The job's own training script, which reads the settings from `TRAINING_ENV`."""
 
 
+YAML_BREAKS = frozenset("\n\r\x85\u2028\u2029")
+"""What YAML reads as a line break (YAML 1.1, which PyYAML and both launchers read)."""
+_UNSAFE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+"""Unicode categories never written raw outside a quoted scalar: controls, format characters
+(bidirectional overrides, BOM), surrogates, private use, unassigned, line/paragraph separators."""
+
+
+def _unsafe(ch: str) -> bool:
+    return ch in YAML_BREAKS or (ch != "\t" and unicodedata.category(ch) in _UNSAFE)
+
+
+def _escaped(text: str) -> str:
+    """`text` on one line: every YAML line break and control character as its escape."""
+    if not any(map(_unsafe, text)):
+        return text
+    return "".join(ch.encode("unicode_escape").decode("ascii") if _unsafe(ch) else ch
+                   for ch in text)  # fmt: skip
+
+
 class _Dumper(yaml.SafeDumper):
-    """Multi-line strings (the setup and run scripts) as YAML block literals."""
+    """Our multi-line scripts (setup, run) as block literals; any string with another line
+    break or a control character double-quoted, where YAML escapes them."""
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
+    lines = value.split("\n")
+    if any(_unsafe(ch) for line in lines for ch in line):
+        style: str | None = '"'
+    else:
+        style = "|" if len(lines) > 1 else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
@@ -108,7 +133,7 @@ def _header(result: QuoteResult, quote: Quote, rank: int, where: Target) -> str:
     ]
     if where.region is None:
         lines.append("region: not pinned (the offer or the launcher's names do not say one)")
-    return "".join(f"# {line}\n" for line in lines)
+    return "".join(f"# {_escaped(line)}\n" for line in lines)
 
 
 def _skypilot(w: Workload, where: Target, settings: Mapping[str, Any], env: str) -> dict[str, Any]:
@@ -175,5 +200,9 @@ def task_file(
     variants = cat.variants_of(str(quote.offer["gpu"]))
     extra = {"vram_gb": variants[0].vram_gb if variants else None}
     body = _BUILDERS[where.launcher.key](result.workload, where, {**settings, **extra}, env)
-    text = yaml.dump(body, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=10_000)
-    return _header(result, quote, pick, where) + text
+    text = _header(result, quote, pick, where) + yaml.dump(
+        body, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=10_000
+    )
+    if yaml.safe_load(text) != body:  # the comments hold no structure, the values are exact
+        raise RuntimeError("a task file did not read back as the values it was built from")
+    return text

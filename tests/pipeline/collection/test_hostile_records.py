@@ -27,6 +27,7 @@ def hostile_body(tmp_path):
     good[0]["geolocation"] = FORMULA
     good[1]["geolocation"] = "@SUM(1+1)\x00, CN"
     good[2]["gpu_name"] = "RTX\x00 5090\x07"
+    good[4]["geolocation"] = "Texas\u2028image: x\u2029\u202e\ufeff\x85\r\n, US"
     bad = copy.deepcopy(good[3])
     bad["num_gpus"] = -1
     body["offers"] = good + [{**bad, "id": 900_000 + i} for i in range(BAD_RECORDS)]
@@ -47,8 +48,10 @@ def test_control_characters_are_stripped_from_provider_strings_at_parse(stored):
     warehouse, _ = stored
     offers = current_offers(warehouse, OfferQuery(include_unavailable=True))
     texts = [v for offer in offers for v in offer.values() if isinstance(v, str)]
-    assert texts and not any(ch in text for text in texts for ch in ("\x00", "\x07"))
+    unsafe = ("\x00", "\x07", "\n", "\r", "\x85", "\u2028", "\u2029", "\u202e", "\ufeff")
+    assert texts and not any(ch in text for text in texts for ch in unsafe)
     assert "RTX 5090" in {offer["gpu_raw"] for offer in offers}
+    assert "Texasimage: x, US" in {offer["region"] for offer in offers}  # separators gone
 
 
 def test_a_run_quarantines_a_bounded_number_of_records_and_counts_them_all(stored):

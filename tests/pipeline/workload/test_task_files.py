@@ -252,3 +252,55 @@ def test_the_launchers_own_parsers_refuse_a_cloud_they_do_not_know(
     wrong.write_text(yaml.safe_dump(body), encoding="utf-8")
     with pytest.raises(AssertionError, match="rejected a task file"):
         launcher_read(key, [wrong])
+
+
+# Strings from outside (a provider's region or offer id, a config.json's `_name_or_path`) that
+# would end a comment line or start a key if written raw (issue 46, finding 3).
+HOSTILE = [
+    "x\u2028image: attacker/pwn",
+    "x\u2029privileged: true",
+    "x\nnodes: 64",
+    "x\r\nfile_mounts: {'/': '/'}",
+    "x\x85image: attacker/pwn",
+    "x # privileged: true",
+    "x: y",
+    "x\n---\nimage: attacker/pwn",
+    "\u202eevil\x00",
+]
+TINY_CONFIG = {
+    "hidden_size": 2048,
+    "num_hidden_layers": 24,
+    "intermediate_size": 5632,
+    "vocab_size": 32000,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 4,
+    "model_type": "llama",
+}
+HONEST_KEYS = {
+    "skypilot": {"name", "resources", "envs", "setup", "run"},
+    "dstack": {"type", "name", "backends", "regions", "spot_policy", "resources", "env",
+               "commands"},
+}  # fmt: skip
+HONEST_RESOURCES = {
+    "skypilot": {"cloud", "region", "accelerators", "use_spot", "disk_size"},
+    "dstack": {"gpu", "disk"},
+}
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+@pytest.mark.parametrize("key", ["skypilot", "dstack"])
+def test_no_outside_string_changes_the_structure_of_a_task_file(key, hostile):
+    w = Workload.build(config={**TINY_CONFIG, "_name_or_path": hostile}, method="lora", tokens="1M")
+    offer = {**h100_node("aws", "on_demand", 4.0), "region": hostile, "offer_id": hostile}
+    text = task_file(quoted(w, [offer]), key)
+    body = yaml.safe_load(text)
+    assert set(body) == HONEST_KEYS[key]
+    assert set(body["resources"]) == HONEST_RESOURCES[key]
+    region = body["resources"]["region"] if key == "skypilot" else body["regions"][0]
+    assert region == hostile  # the value itself is written exactly, quoted
+    env = body["envs"] if key == "skypilot" else body["env"]
+    assert json.loads(env[TRAINING_ENV])["model"] == hostile
+    # every line before the body is one comment line, with its breaks and controls escaped
+    head = text[: text.index("\ntype:" if key == "dstack" else "\nname:") + 1]
+    assert all(line.startswith("# ") for line in head.splitlines())
+    assert not any(ch in head for ch in "\r\x85\u2028\u2029\u202e\x00")

@@ -210,3 +210,65 @@ def test_quotes_task_past_the_last_quote_says_how_many_there_are(quotes_client):
     response = quotes_client.post("/quotes/task", json=body)
     assert response.status_code == 422
     assert "offers can run the job" in response.json()["detail"]
+
+
+HOSTILE = "\u2028image: attacker/pwn\u2029privileged: true\n---\nnodes: 64\r\n# x: y\x85"
+TASK_KEYS = {
+    "skypilot": {"name", "resources", "envs", "setup", "run"},
+    "dstack": {"type", "name", "backends", "regions", "spot_policy", "resources", "env",
+               "commands"},
+}  # fmt: skip
+
+
+@pytest.fixture
+def hostile_snapshot(warehouse, tmp_path):
+    """Vast.ai's recorded offers with line breaks and YAML syntax in every place, collected as
+    any answer is (the server's store, as a CLI reads it)."""
+    import orjson
+
+    from pipeline.collection.collect import run_collection
+    from tests.conftest import FIXTURES, OBSERVED_AT
+
+    body = orjson.loads((FIXTURES / "vastai_bundles.json").read_bytes())
+    for offer in body["offers"]:
+        offer["geolocation"] = f"Texas{HOSTILE}, US"
+    replay = tmp_path / "vastai.json"
+    replay.write_bytes(orjson.dumps(body))
+    run_collection(["vastai"], warehouse, replays={"vastai": replay}, now=lambda: OBSERVED_AT)
+    return warehouse
+
+
+@pytest.mark.parametrize("launcher", ["skypilot", "dstack"])
+def test_task_files_keep_their_keys_whatever_the_offers_and_the_config_say(
+    hostile_snapshot, db_path, tmp_path, launcher
+):
+    import json
+
+    import yaml
+    from typer.testing import CliRunner
+
+    from tests.api.cli.test_quote import cli
+
+    config = {
+        "hidden_size": 2048, "num_hidden_layers": 24, "intermediate_size": 5632,
+        "vocab_size": 32000, "num_attention_heads": 32, "num_key_value_heads": 4,
+        "model_type": "llama", "_name_or_path": f"org/model{HOSTILE}",
+    }  # fmt: skip
+    app = with_quotes(create_app(Settings(db=db_path, scheduler=False), hostile_snapshot))
+    with TestClient(app) as client:
+        body = {"config": config, "method": "lora", "tokens": "10M", "launcher": launcher}
+        response = client.post("/quotes/task", json=body)
+    assert response.status_code == 200, response.text
+    config_path = tmp_path / "config.json"
+    config_path.write_text(json.dumps(config), encoding="utf-8")
+    args = ["quote", "--hf-config", str(config_path), "--method", "lora", "--tokens", "10M"]
+    printed = CliRunner().invoke(cli(), [*args, "--emit", launcher, "--db", str(db_path)])
+    assert printed.exit_code == 0, printed.output
+    for text in (response.text, printed.stdout):
+        task = yaml.safe_load(text)
+        assert set(task) == TASK_KEYS[launcher]
+        region = task["resources"]["region"] if launcher == "skypilot" else task["regions"][0]
+        assert "attacker/pwn" in region  # kept as text, its breaks stripped at ingest
+        assert not any(ch in region for ch in "\n\r\x85\u2028\u2029")
+        comments = [line for line in text.splitlines() if line.startswith("#")]
+        assert comments and all("\\u2028" in c for c in comments if "org/model" in c)
