@@ -71,6 +71,7 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "hotaisle",
         "hyperstack",
         "hyperbolic",
+        "lium",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate

@@ -13,18 +13,20 @@ import respx
 from typer.testing import CliRunner
 
 from api.cli.commands import app
-from scrapers import ProviderHTTPError, ProviderPayloadError, hyperbolic
+from scrapers import ProviderHTTPError, ProviderPayloadError, hyperbolic, lium
 from scrapers.base import USER_AGENT, credentials_from_env, in_price_index, listed_only
 from tests.conftest import FIXTURES, OBSERVED_AT, fixture_bytes
 
 runner = CliRunner()
 RECORDED = {
     hyperbolic: "hyperbolic_rental_options.json",
+    lium: "lium_nodes.json",
 }
-METHOD = {hyperbolic: "GET"}
+METHOD = {hyperbolic: "GET", lium: "GET"}
 PLACES = {
     hyperbolic: {("US", "North America", False), ("CA", "North America", False),
                  ("GB", "Europe", False), ("JP", "Asia", False), (None, "Europe", True)},
+    lium: {("JP", "Asia", False), ("US", "North America", False)},
 }  # fmt: skip
 """(country, continent, eea) of the recorded offers."""
 MODULES = pytest.mark.parametrize("module", list(RECORDED), ids=[m.NAME for m in RECORDED])
@@ -147,3 +149,21 @@ def test_hyperbolics_european_regions_answer_the_eea_jurisdiction(db_path):
         "eu-north-4", "eu-north-5", "eu-north-6", "eu-north-7", "eu-west-3", "eu-west-4"
     }  # fmt: skip
     assert all(o["eea"] and o["continent"] == "Europe" for o in offers)
+
+
+def test_lium_nodes_in_finland_and_germany_answer_the_eea_jurisdiction_spot_apart(db_path):
+    replay = f"lium={FIXTURES / 'lium_nodes_europe.json'}"
+    assert runner.invoke(app, ["collect", "--replay", replay, "--db", str(db_path)]).exit_code == 0
+    listed = runner.invoke(app, ["offers", "--provider", "lium", "--jurisdiction", "eea",
+                                 "--format", "json", "--db", str(db_path)])  # fmt: skip
+    assert listed.exit_code == 0, listed.output
+    offers = json.loads(listed.stdout)["offers"]
+    assert {(o["gpu"], o["country"], o["pricing"]) for o in offers} == {
+        ("B300", "FI", "on_demand"), ("H200-141GB", "FI", "on_demand"),
+        ("RTX 3090", "DE", "on_demand"),
+    }  # fmt: skip
+    spot = runner.invoke(app, ["offers", "--provider", "lium", "--pricing", "spot",
+                               "--format", "json", "--db", str(db_path)])  # fmt: skip
+    assert [(o["country"], o["gpu_count"]) for o in json.loads(spot.stdout)["offers"]] == [
+        ("IN", 8)
+    ]

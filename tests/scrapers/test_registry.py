@@ -37,6 +37,7 @@ RECORDED = {
     "hotaisle": "hotaisle_pricing.html",
     "hyperstack": "hyperstack_gpu_pricing.html",
     "hyperbolic": "hyperbolic_rental_options.json",
+    "lium": "lium_nodes.json",
 }
 
 
