@@ -18,12 +18,12 @@ from api.cli.common import (
     DbOption,
     SafeCsvWriter,
     load_settings,
-    open_existing,
     option_time,
     user_errors,
 )
 from api.cli.history import sparkline
 from api.cli.offers import OutputFormat, print_json
+from api.cli.remote import ApiOption, answered, query_params
 from api.cli.scope import scope_options, validation_line
 from api.rest.schemas_index import IndexOut, MarketOut
 from pipeline.errors import PipelineError
@@ -93,6 +93,7 @@ def index_command(
     fmt: FormatOption = OutputFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,
+    api: ApiOption = None,
 ) -> None:
     """The GPU price index (methodology v1): per bucket, the median of each provider's cheapest
     available price per GPU-hour in its last good snapshot."""
@@ -103,8 +104,13 @@ def index_command(
         since=option_time(since, "--since"),
         until=option_time(until, "--until"),
     )
-    with open_existing(load_settings(db, config)) as warehouse:
-        body = IndexOut.model_validate(index_series(warehouse, query, datetime.now(UTC)))
+    found = answered(
+        load_settings(db, config),
+        api,
+        lambda remote: remote.get("/index", query_params(query)),
+        lambda warehouse: index_series(warehouse, query, datetime.now(UTC)),
+    )
+    body = IndexOut.model_validate(found)
     print_index(body.model_dump(mode="json"), fmt)
 
 
@@ -142,6 +148,7 @@ def market_command(
     fmt: FormatOption = OutputFormat.TABLE,
     db: DbOption = None,
     config: ConfigOption = None,
+    api: ApiOption = None,
 ) -> None:
     """Rent now or wait: where the latest hourly index sits against the last days."""
     values: dict[str, Any] = {"days": days}
@@ -153,6 +160,11 @@ def market_command(
         )
     except ValidationError as exc:
         raise typer.BadParameter(validation_line(exc)) from None
-    with open_existing(load_settings(db, config)) as warehouse:
-        body = MarketOut.model_validate(market_outlook(warehouse, query, datetime.now(UTC)))
+    found = answered(
+        load_settings(db, config),
+        api,
+        lambda remote: remote.get("/market", query_params(query)),
+        lambda warehouse: market_outlook(warehouse, query, datetime.now(UTC)),
+    )
+    body = MarketOut.model_validate(found)
     print_market(body.model_dump(mode="json"), fmt)

@@ -14,7 +14,14 @@ from typing import Annotated
 
 import typer
 
-from api.cli.common import ConfigOption, DbOption, err, load_settings, user_errors
+from api.cli.common import (
+    ConfigOption,
+    DbOption,
+    err,
+    load_settings,
+    option_duration,
+    user_errors,
+)
 from api.cli.remote import remote_for, remove_address, write_address
 from pipeline.collection.demo import DEMO_DB, DEMO_HISTORY, demo_settings, fill_demo
 from pipeline.errors import PipelineError
@@ -109,6 +116,10 @@ def demo(
     build_only: Annotated[
         bool, typer.Option("--build-only", help="Fill the demo database, do not serve it")
     ] = False,
+    history: Annotated[
+        str | None,
+        typer.Option(help="How far back the hourly history goes (12h, 2d) [default: 2d]"),
+    ] = None,
 ) -> None:
     """The whole product on recorded data, no network needed: a demo database of its own
     (two days of hourly history ending now), served and labelled as demo data."""
@@ -124,10 +135,11 @@ def demo(
     db.unlink(missing_ok=True)
     db.with_name(db.name + ".wal").unlink(missing_ok=True)
     db.parent.mkdir(parents=True, exist_ok=True)
-    hours = int(DEMO_HISTORY.total_seconds() // 3600)
+    span = option_duration(history, "--history") if history is not None else DEMO_HISTORY
+    hours = int(span.total_seconds() // 3600)
     err.print(f"filling {db} with {hours} h of recorded offers, one replay an hour…")
     with Warehouse.open(db) as warehouse:
-        reports = fill_demo(warehouse, settings, now=lambda: datetime.now(UTC))
+        reports = fill_demo(warehouse, settings, now=lambda: datetime.now(UTC), history=span)
     failed = sorted({r.provider for r in reports if r.status == "failed"})
     if failed:
         raise PipelineError(f"the demo data of {', '.join(failed)} did not parse")

@@ -128,6 +128,21 @@ def test_history_quote_and_export_go_through_the_server(server, tmp_path):
     assert list(out.glob("date=*/provider=vastai/*.parquet"))
 
 
+def test_index_and_market_go_through_the_server_and_print_what_it_answers(server, tmp_path):
+    url, db = server
+    index = invoke("index", "--gpu", "A100-80GB", "--interval", "1h", "--format", "json",
+                   "--db", db)
+    assert index.exit_code == 0, index.output
+    answered = httpx.get(f"{url}/index", params={"gpu": "A100-80GB", "interval": "1h"}).json()
+    assert json.loads(index.stdout)["series"] == answered["series"] != []
+    market = invoke("market", "--gpu", "A100-80GB", "--below", "1.5,2", "--format", "json",
+                    "--api", url)
+    assert market.exit_code == 0, market.output
+    assert [b["price"] for b in json.loads(market.stdout)["below"]] == [1.5, 2.0]
+    refused = invoke("market", "--gpu", "A100-80GB", "--days", "9999", "--api", url)
+    assert refused.exit_code == 2 and "Traceback" not in refused.output
+
+
 def test_alerts_are_managed_through_the_server(server):
     _url, db = server
     added = invoke("alerts", "add", "--url", "http://127.0.0.1:9/hook", "--gpu", "H100-80GB",

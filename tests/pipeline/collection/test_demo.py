@@ -8,7 +8,6 @@ from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-import pipeline.collection.demo as demo
 from api.app import create_app
 from api.cli.commands import app as cli
 from pipeline.collection.demo import demo_bodies, demo_settings, fill_demo
@@ -45,12 +44,12 @@ def test_a_real_server_is_not_labelled_demo(warehouse, db_path):
         assert web.get("/").text.count("demo-banner") == 0
 
 
-def test_gpuprices_demo_builds_its_own_database(tmp_path, monkeypatch):
-    monkeypatch.setattr(demo, "DEMO_HISTORY", timedelta(hours=1))
+def test_gpuprices_demo_builds_its_own_database(tmp_path):
     db = tmp_path / "data" / "demo.duckdb"
-    result = CliRunner().invoke(cli, ["demo", "--build-only", "--db", str(db)])
+    result = CliRunner().invoke(cli, ["demo", "--build-only", "--history", "1h", "--db", str(db)])
     assert result.exit_code == 0, result.output
-    assert f"demo ready: {2 * len(demo_bodies())} runs" in result.output  # two hourly replays each
+    # every recorded provider, two hourly replays each (an hour ago and now)
+    assert f"demo ready: {2 * len(demo_bodies())} runs" in " ".join(result.output.split())
     offers = CliRunner().invoke(cli, ["offers", "--gpu", "H100", "--db", str(db)])
     assert offers.exit_code == 0 and "STALE" not in offers.output
 
