@@ -10,7 +10,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 BENCH_RESULTS := $(VENV)/bench-results.jsonl
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run demo test lint bench clean browser docs
+.PHONY: run demo test lint bench clean browser docs check-run-install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,12 @@ test: $(STAMP)
 	fi
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest
+
+# What `make run`, `make demo` and the image import is installed by the run install alone: a
+# throwaway venv with only `pip install '.[lake]'` imports every module, answers every command's
+# --help and serves every route (.ci/run runs it after `make test`; about a minute).
+check-run-install:
+	$(PYTHON) .ci/run_install_check.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
