@@ -53,6 +53,8 @@ URL = (
     "ec2-ondemand-without-sec-sel/{location}/Linux/index.json"
 )
 SPOT_URL = "https://website.spot.ec2.aws.a2z.com/spot.json"
+HOSTS = ("b0.p.awsstatic.com", "website.spot.ec2.aws.a2z.com")
+"""The two hosts fetched (scrapers/urls.py: nothing else is, redirects included)."""
 ENV_KEY: str | None = None
 KEY_REQUIRED = False  # both are public files
 INTERVAL = timedelta(hours=1)

@@ -28,11 +28,17 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from scrapers.errors import FetchCancelledError, MissingCredentialsError, ProviderHTTPError
+from scrapers.errors import (
+    AnswerTooLargeError,
+    FetchCancelledError,
+    MissingCredentialsError,
+    ProviderHTTPError,
+)
 from scrapers.models import ParseResult
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "MAX_ANSWER_BYTES",
     "REGION_COLUMNS",
     "REPLAY_HEADER",
     "USER_AGENT",
@@ -67,6 +73,13 @@ DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 REPLAY_HEADER = "X-Gpuprices-Replay"
 """Set on the client that replays one recorded answer: a paging fetch stops after the first page
 (a recorded page ends the listing; its next-page link is not followed)."""
+MAX_ANSWER_BYTES = 32 * 2**20
+"""The longest answer (one request's decoded body) read by default: 32 MiB, four times the
+largest recorded one (OVHcloud's ~8 MB catalog). Past it the run fails with
+`AnswerTooLargeError`; memory stays bounded (a 140 MB body once added 465 MB)."""
+MAX_ERROR_BODY_BYTES = 64 * 2**10
+"""Of an error answer, only this much is read (a provider's error code is a short JSON)."""
+_BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 MAX_RETRY_AFTER = timedelta(days=1)
 """A longer (or absurd) `Retry-After` is read as this; callers clamp it further."""
 
@@ -97,7 +110,9 @@ class ProviderModule(Protocol):
     Optional, read with their defaults by `listed_only` and `in_price_index`: `LISTED_ONLY =
     False` (True: prices come from a published price list, listed, not stock) and
     `IN_PRICE_INDEX = True` (False: kept out of the price index, methodology v1); `KIND = "rates"`
-    for a rate source (`is_rate_source`).
+    for a rate source (`is_rate_source`); `HOSTS`, the hosts its fetch may reach (default: its
+    `URL`'s host without `www.`, subdomains included; scrapers/urls.py refuses every other URL,
+    redirect or next-page link).
     """
 
     NAME: str
@@ -305,12 +320,15 @@ def fetch_bytes(
     headers: Mapping[str, str] | None = None,
     json: Any = None,
     auth_hint: str = "",
+    max_bytes: int = MAX_ANSWER_BYTES,
 ) -> bytes:
-    """One request; the body on 2xx, else a `ProviderHTTPError` that says what happened."""
+    """One request; the body on 2xx, else a `ProviderHTTPError` that says what happened. The
+    body is read as it streams and given up past `max_bytes` (`AnswerTooLargeError`)."""
     try:
-        response = client.request(method, url, headers=headers, json=json, timeout=timeout)
-        response.raise_for_status()
-        return response.content
+        with client.stream(method, url, headers=headers, json=json, timeout=timeout) as response:
+            if not response.is_success:
+                _with_error_body(response).raise_for_status()
+            return _bounded_body(response, max_bytes, provider)
     except httpx.HTTPStatusError as exc:
         status = exc.response.status_code
         hint = f"; {auth_hint}" if auth_hint and status in (401, 403) else ""
@@ -321,3 +339,38 @@ def fetch_bytes(
         raise ProviderHTTPError(f"{provider}: timed out talking to {exc.request.url.host}") from exc
     except httpx.HTTPError as exc:
         raise ProviderHTTPError(f"{provider}: {type(exc).__name__}: {exc}") from exc
+
+
+def _with_error_body(response: httpx.Response) -> httpx.Response:
+    """An error answer with (at most `MAX_ERROR_BODY_BYTES` of) its body read, for the caller
+    that reads the provider's error code from it."""
+    head = bytearray()
+    for chunk in response.iter_bytes():
+        head += chunk
+        if len(head) >= MAX_ERROR_BODY_BYTES:
+            break
+    kept = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in _BODY_HEADERS]
+    body = bytes(head[:MAX_ERROR_BODY_BYTES])
+    return httpx.Response(response.status_code, headers=kept, content=body,
+                          request=response.request)  # fmt: skip
+
+
+def _bounded_body(response: httpx.Response, max_bytes: int, provider: str) -> bytes:
+    """The (decoded) body, or `AnswerTooLargeError` as soon as it passes `max_bytes`: a declared
+    `Content-Length` past it is refused before reading, a longer stream after `max_bytes`."""
+    too_large = AnswerTooLargeError(
+        f"{provider}: the answer from {response.request.url.host} is longer than its limit of "
+        f"{max_bytes:,} bytes; nothing past it was read (a module whose answers are larger "
+        "passes a higher max_bytes)"
+    )
+    declared = response.headers.get("Content-Length", "")
+    if declared.isascii() and declared.isdigit() and int(declared) > max_bytes:
+        raise too_large
+    chunks: list[bytes] = []
+    read = 0
+    for chunk in response.iter_bytes():
+        read += len(chunk)
+        if read > max_bytes:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -3,6 +3,8 @@
 ProviderError                  every scraper failure; the run is recorded as failed
 ├── ProviderHTTPError          the provider answered with an error status, or not at all
 ├── ProviderPayloadError       the body is not what the parser understands (not JSON, key missing)
+│   └── AnswerTooLargeError    an answer is longer than its byte limit
+├── ProviderURLError           a URL the collector refuses (not https on the provider's hosts)
 ├── MissingCredentialsError    the provider needs a key that is not set
 └── FetchCancelledError        the fetch was given up because the process is stopping
 """
@@ -10,11 +12,13 @@ ProviderError                  every scraper failure; the run is recorded as fai
 from __future__ import annotations
 
 __all__ = [
+    "AnswerTooLargeError",
     "FetchCancelledError",
     "MissingCredentialsError",
     "ProviderError",
     "ProviderHTTPError",
     "ProviderPayloadError",
+    "ProviderURLError",
 ]
 
 
@@ -28,6 +32,14 @@ class ProviderHTTPError(ProviderError):
 
 class ProviderPayloadError(ProviderError):
     """The provider's body cannot be parsed as a whole (not JSON, expected key missing)."""
+
+
+class AnswerTooLargeError(ProviderPayloadError):
+    """An answer was longer than its byte limit; the run fails, nothing is read past it."""
+
+
+class ProviderURLError(ProviderError):
+    """A URL (a request, a next-page link, a redirect) outside the provider's own https hosts."""
 
 
 class MissingCredentialsError(ProviderError):

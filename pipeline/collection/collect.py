@@ -42,6 +42,7 @@ from scrapers import (
 )
 from scrapers.base import REPLAY_HEADER, credentials_from_env, is_rate_source, replay_handler
 from scrapers.models import ParseResult, Reject
+from scrapers.urls import confine, hosts_of
 from warehouse import RunRow, Warehouse, WarehouseError
 from warehouse.quality import insert_quality
 from warehouse.queries import insert_run
@@ -176,7 +177,7 @@ def _collect_one(
         progress(provider.NAME, "fetching")
         creds = _credentials(provider, env, replaying=replay is not None)
         client = _replay_client(provider, replay) if replay is not None else client_factory()
-        with client:
+        with confine(client, hosts_of(provider), provider.NAME):
             payload = provider.fetch(client, creds)
         progress(provider.NAME, "parsing")
         shape = None if is_rate_source(provider) else answer_shape(payload)

@@ -20,7 +20,7 @@ from scrapers.base import (
 )
 from tests.conftest import FIXTURES, OBSERVED_AT
 
-NOT_PROVIDERS = {"base", "batch", "errors", "machines", "models", "pagetext"}
+NOT_PROVIDERS = {"base", "batch", "errors", "machines", "models", "pagetext", "urls"}
 DATA = Path(scrapers.__file__).parent / "data"
 RECORDED = {
     "vastai": "vastai_bundles.json",
