@@ -72,6 +72,7 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "hyperstack",
         "hyperbolic",
         "lium",
+        "cloudrift",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate

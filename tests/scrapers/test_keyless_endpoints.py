@@ -13,7 +13,7 @@ import respx
 from typer.testing import CliRunner
 
 from api.cli.commands import app
-from scrapers import ProviderHTTPError, ProviderPayloadError, hyperbolic, lium
+from scrapers import ProviderHTTPError, ProviderPayloadError, cloudrift, hyperbolic, lium
 from scrapers.base import USER_AGENT, credentials_from_env, in_price_index, listed_only
 from tests.conftest import FIXTURES, OBSERVED_AT, fixture_bytes
 
@@ -21,12 +21,14 @@ runner = CliRunner()
 RECORDED = {
     hyperbolic: "hyperbolic_rental_options.json",
     lium: "lium_nodes.json",
+    cloudrift: "cloudrift_instance_types.json",
 }
-METHOD = {hyperbolic: "GET", lium: "GET"}
+METHOD = {hyperbolic: "GET", lium: "GET", cloudrift: "POST"}
 PLACES = {
     hyperbolic: {("US", "North America", False), ("CA", "North America", False),
                  ("GB", "Europe", False), ("JP", "Asia", False), (None, "Europe", True)},
     lium: {("JP", "Asia", False), ("US", "North America", False)},
+    cloudrift: {("US", "North America", False)},  # the variant hosted nowhere is not available
 }  # fmt: skip
 """(country, continent, eea) of the recorded offers."""
 MODULES = pytest.mark.parametrize("module", list(RECORDED), ids=[m.NAME for m in RECORDED])
@@ -167,3 +169,17 @@ def test_lium_nodes_in_finland_and_germany_answer_the_eea_jurisdiction_spot_apar
     assert [(o["country"], o["gpu_count"]) for o in json.loads(spot.stdout)["offers"]] == [
         ("IN", 8)
     ]
+
+
+def test_cloudrift_variants_sold_out_or_hosted_nowhere_are_listed_only_when_asked(db_path):
+    replay = f"cloudrift={FIXTURES / RECORDED[cloudrift]}"
+    assert runner.invoke(app, ["collect", "--replay", replay, "--db", str(db_path)]).exit_code == 0
+    args = ["offers", "--provider", "cloudrift", "--format", "json", "--db", str(db_path)]
+    shown = json.loads(runner.invoke(app, args).stdout)["offers"]
+    everything = json.loads(runner.invoke(app, [*args, "--include-unavailable"]).stdout)["offers"]
+    assert len(shown) == 4 and all(o["available"] for o in shown)
+    assert {(o["offer_id"], o["region"]) for o in everything if not o["available"]} == {
+        ("rtx49-8c-nr.4@us-east-nc-nr-1", "us-east-nc-nr-1"), ("rtxpro6000-11-50-500-1l.1", None)
+    }  # fmt: skip
+    amd = [o for o in shown if o["gpu"] == "MI350X"]
+    assert [(o["gpu_count"], o["price_per_gpu_hour"]) for o in amd] == [(8, 2.5)]

@@ -38,6 +38,7 @@ RECORDED = {
     "hyperstack": "hyperstack_gpu_pricing.html",
     "hyperbolic": "hyperbolic_rental_options.json",
     "lium": "lium_nodes.json",
+    "cloudrift": "cloudrift_instance_types.json",
 }
 
 
