@@ -9,7 +9,8 @@ hyphens and underscores. Words that say something else are taken out of it:
   `NVL` → NVL; `OAM` and `NVL72`-style system names carry no form factor of ours);
 - memory (`80GB`, `141 GB`, `80G`) and memory kinds (`HBM3`, `GDDR6X`);
 - generation and edition words that do not change the board (`Blackwell`, `Generation`,
-  `Server Edition`, `Workstation Edition`, `WS`, `(High Memory)`, RunPod's `AC`).
+  `Server Edition`, `Workstation Edition`, `WS`, `(High Memory)`, RunPod's `AC`), and NVIDIA's
+  `Tensor Core GPU` (`A10 Tensor Core GPU`, as Lium's feed spells it).
 
 Words that do change the board stay in the key: `Ada` (`RTX 6000 Ada` is not the Turing
 `Quadro RTX 6000`), `SFF` and `Max-Q` (lower clocks), `laptop`/`mobile`, `Ti`, `Super`/`S`.
@@ -28,6 +29,7 @@ from scrapers.models import FormFactor
 __all__ = ["NameSignature", "full_key", "parse_name"]
 
 _GLUED = (
+    (re.compile(r"\btensor\s+core\s+gpu\b"), " "),  # NVIDIA's product names: "T4 Tensor Core GPU"
     (re.compile(r"max[\s-]?q\b"), "maxq"),
     (re.compile(r"\bpci[\s-]?e(?:xpress)?\b"), "pcie"),
     (re.compile(r"[_/(),+\-]"), " "),

@@ -170,3 +170,16 @@ def test_every_documented_runpod_gpu_id_and_its_display_name_resolve_alike(
     by_id, by_name = CATALOG.resolve(gpu_id, memory_gb), CATALOG.resolve(display_name, memory_gb)
     assert by_id.gpu is not None and by_id.gpu == by_name.gpu
     assert by_name.form_factor in (None, by_id.form_factor)
+
+
+@pytest.mark.parametrize(
+    ("name", "vram_gb", "gpu"),
+    [("A10 Tensor Core GPU", 24, "A10"), ("T4 Tensor Core GPU", 16, "T4"),
+     ("Tesla V100 Tensor Core GPU", 32, "V100-32GB"), ("B300 SXM6 AC", None, "B300"),
+     ("RTX PRO 6000 Blackwell Workstation Edition", 96, "RTX PRO 6000"),
+     ("RTX 4070 Ti SUPER", 16, "RTX 4070 Ti Super"), ("H200", 140, "H200-141GB"),
+     ("A100-SXM4-80GB", 80, "A100-80GB"), ("Quadro RTX 6000", 24, "Quadro RTX 6000")],
+)  # fmt: skip
+def test_lium_feed_spellings_resolve_with_the_memory_the_node_states(name, vram_gb, gpu):
+    """Lium's `gpu_model` spellings, as gpuhunt's `src/tests/providers/test_lium.py` lists them."""
+    assert CATALOG.resolve(name, vram_gb).gpu == gpu
