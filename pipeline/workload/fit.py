@@ -29,6 +29,7 @@ __all__ = [
     "GpuType",
     "Placement",
     "gpu_type",
+    "has_flash_attention",
     "layouts",
     "min_gpus",
     "place",
@@ -59,7 +60,20 @@ class GpuType:
     """SXM, PCIe or NVL when the catalog row says; None for cards that come in one form."""
 
 
-NO_FLASH_ATTENTION = frozenset({"V100", "T4", "MI250", "MI250X"})  # section 4.3
+NO_FLASH_ATTENTION = frozenset({"MI250", "MI250X"})  # section 4.3: AMD cards without it
+"""AMD families without FlashAttention-2 kernels; NVIDIA cards are told by `has_flash_attention`."""
+
+
+def has_flash_attention(variant: GpuVariant) -> bool:
+    """Whether FlashAttention-2 runs on the card. On NVIDIA it needs Ampere or later (compute
+    capability 8.0+; its README: "Ampere, Ada, or Hopper GPUs", Turing not supported), the
+    generation that brought BF16 tensor cores: the catalog's `bf16` column marks exactly those
+    cards, so V100, T4, the Quadro RTX and RTX 20 (Turing) and Pascal cards run without it."""
+    if variant.vendor == "NVIDIA":
+        return variant.bf16
+    return variant.family not in NO_FLASH_ATTENTION
+
+
 TWO_DEVICE_GPUS = frozenset({"MI250", "MI250X"})  # section 5: 2 × 64 GB to software
 
 
@@ -74,7 +88,7 @@ def gpu_type(variant: GpuVariant) -> GpuType:
         bf16_tflops=variant.bf16_tflops_dense / devices if variant.bf16_tflops_dense else None,
         fp16_tflops=variant.fp16_tflops_dense / devices if variant.fp16_tflops_dense else None,
         nvlink=variant.nvlink in ("yes", "xgmi"),
-        flash_attention=variant.family not in NO_FLASH_ATTENTION,
+        flash_attention=has_flash_attention(variant),
         devices_per_gpu=devices,
         mem_bw_gbps=variant.mem_bw_gbps / devices if variant.mem_bw_gbps else None,
         form_factor=str(variant.form_factor) if variant.form_factor else None,

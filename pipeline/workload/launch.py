@@ -77,6 +77,8 @@ class Target:
     gpu: str
     gpu_count: int
     spot: bool
+    spelling: str | None = None
+    """How `region` spells the offer's place, in words (for the task file's comment)."""
 
 
 def _as_is(offer: Mapping[str, Any], _codes: Mapping[str, str]) -> str | None:
@@ -105,6 +107,18 @@ def _country_city(offer: Mapping[str, Any], _codes: Mapping[str, str]) -> str | 
     words = f"{country}-{place}" if place else country
     return words.lower().replace(" ", "")
 
+
+_SPELLINGS: Mapping[str, str] = {
+    "as_is": "{provider}'s own region name, which {launcher} uses unchanged",
+    "country": "the country of {provider}'s data centre \"{ours}\": {launcher}'s regions on "
+    "{provider} are countries, its zones the data centres",
+    "geolocation_continent": "{launcher}'s spelling of {provider}'s place \"{ours}\": its catalog "
+    'writes "<state>, <country>, <continent code>", the state empty when the host names only '
+    "its country",
+    "country_city": "{launcher}'s spelling (from gpuhunt) of {provider}'s place \"{ours}\": "
+    '"<country>-<state or city>", lower case, no spaces',
+}
+"""Each region format in words, for the comment beside the region it writes."""
 
 _PLACES: Mapping[str, Callable[[Mapping[str, Any], Mapping[str, str]], str | None]] = {
     "as_is": _as_is,
@@ -181,13 +195,20 @@ def target(launcher_name: str, offer: Mapping[str, Any], *, rank: int = 1) -> Ta
             "(pipeline/data/launchers.toml): choose another quote with --pick",
         )
     codes = launcher.continent_codes
+    region = _PLACES[cloud.region](offer, codes)
+    spelling = _SPELLINGS.get(cloud.region) if region is not None else None
     return Target(
         launcher=launcher,
         provider=provider,
         cloud=cloud.name,
-        region=_PLACES[cloud.region](offer, codes),
+        region=region,
         zone=_PLACES[cloud.zone](offer, codes) if cloud.zone else None,
         gpu=name,
         gpu_count=int(offer["gpu_count"]),
         spot=offer.get("pricing") == "spot",
+        spelling=spelling.format(
+            provider=provider, launcher=launcher.title, ours=offer.get("region")
+        )
+        if spelling
+        else None,
     )

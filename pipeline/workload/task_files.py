@@ -38,7 +38,11 @@ __all__ = ["task_file"]
 NAME_CHARS = 40
 """dstack run names: a letter, then up to 40 lower-case letters, digits or dashes."""
 TRAIN_SCRIPT = "train.py"
-"""The job's own training script, which reads the settings from `TRAINING_ENV`."""
+"""The job's own training script, which reads the settings from `TRAINING_ENV`. It travels with
+the task: SkyPilot copies the `workdir` (the folder `sky launch` runs in) to the machine and runs
+setup and run there; dstack uploads the `files` (relative to the configuration's folder) into the
+container's working directory, where its commands run."""
+SKYPILOT_WORKDIR = "."
 
 
 YAML_BREAKS = frozenset("\n\r\x85\u2028\u2029")
@@ -110,6 +114,18 @@ def _run_lines(settings: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _script_line(where: Target) -> str:
+    if where.launcher.key == "skypilot":
+        return (
+            f"run `sky launch` in the folder that holds {TRAIN_SCRIPT}: workdir "
+            f"{SKYPILOT_WORKDIR!r} is copied to the machine and setup and run start in it"
+        )
+    return (
+        f"keep {TRAIN_SCRIPT} beside this file: `files` uploads it to the working directory, "
+        "where the commands run"
+    )
+
+
 def _header(result: QuoteResult, quote: Quote, rank: int, where: Target) -> str:
     w, offer = result.workload, quote.offer
     form = f" {offer['form_factor']}" if offer.get("form_factor") else ""
@@ -130,9 +146,17 @@ def _header(result: QuoteResult, quote: Quote, rank: int, where: Target) -> str:
         "quote before a long job",
         f"names for {where.launcher.release} (gpuprices pipeline/data/launchers.toml); "
         f"{TRAIN_SCRIPT} is yours: it reads the settings from ${TRAINING_ENV}",
+        _script_line(where),
     ]
     if where.region is None:
         lines.append("region: not pinned (the offer or the launcher's names do not say one)")
+    else:
+        lines.append(f"region {where.region!r} is {where.spelling}")
+    if where.zone is not None:
+        lines.append(
+            f"zone {where.zone!r} is {offer['provider']}'s data centre id, which "
+            f"{where.launcher.title} uses unchanged"
+        )
     return "".join(f"# {_escaped(line)}\n" for line in lines)
 
 
@@ -147,6 +171,7 @@ def _skypilot(w: Workload, where: Target, settings: Mapping[str, Any], env: str)
     resources["disk_size"] = disk_gb(w)
     return {
         "name": _name(w),
+        "workdir": SKYPILOT_WORKDIR,
         "resources": resources,
         "envs": {TRAINING_ENV: env},
         "setup": "\n".join(_setup_lines(settings)) + "\n",
@@ -165,6 +190,7 @@ def _dstack(w: Workload, where: Target, settings: Mapping[str, Any], env: str) -
     config["spot_policy"] = "spot" if where.spot else "on-demand"
     config["resources"] = {"gpu": gpu, "disk": f"{disk_gb(w)}GB"}
     config["env"] = {TRAINING_ENV: env}
+    config["files"] = [TRAIN_SCRIPT]
     config["commands"] = _setup_lines(settings) + _run_lines(settings)
     return config
 

@@ -189,7 +189,10 @@ def test_an_8b_qlora_quote_ranks_consumer_cards_and_quotes_a_turing_card_in_fp16
     ranked = [q["offer"]["gpu"] for q in body["quotes"]]
     assert ranked[:2] == ["RTX 5090", "RTX 4090"]
     turing = next(q for q in body["quotes"] if q["offer"]["gpu"] == "Quadro RTX 8000")
-    assert turing["notes"] == ["precision fp16 with loss scaling: Quadro RTX 8000 has no BF16"]
+    assert turing["notes"] == [
+        "precision fp16 with loss scaling: Quadro RTX 8000 has no BF16",
+        "no FlashAttention-2 on Quadro RTX 8000: attention scores kept in memory",  # Turing
+    ]
     table = run(*args).output
     rank = ranked.index("Quadro RTX 8000") + 1
     assert f"#{rank}: precision fp16 with loss scaling: Quadro RTX 8000 has no BF16" in table

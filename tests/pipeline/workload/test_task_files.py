@@ -120,6 +120,7 @@ def test_skypilot_parses_every_file_and_reads_back_the_offer_and_the_settings(
         got = read[str(path)]
         cloud, region, zone, accelerator = SKYPILOT[provider]
         assert got["version"] == get_launcher("skypilot").version
+        assert got["workdir"] is not None  # train.py's folder reaches the machine
         assert (got["cloud"], got["region"], got["zone"]) == (cloud, region, zone), provider
         assert got["accelerators"] == {accelerator: 8}
         assert got["use_spot"] is spot
@@ -137,6 +138,7 @@ def test_dstack_parses_every_file_and_reads_back_the_offer_and_the_settings(writ
         got = read[str(path)]
         backend, region, gpu = DSTACK[provider]
         assert got["version"] == get_launcher("dstack").version
+        assert got["files"] == [["train.py", "train.py"]]  # uploaded where the commands run
         assert (got["type"], got["backends"], got["regions"]) == ("task", [backend], [region])
         assert got["spot_policy"] == ("spot" if spot else "on-demand")
         assert (got["gpu_names"], got["gpu_count"]) == ([gpu], [8, 8])
@@ -277,8 +279,8 @@ TINY_CONFIG = {
     "model_type": "llama",
 }
 HONEST_KEYS = {
-    "skypilot": {"name", "resources", "envs", "setup", "run"},
-    "dstack": {"type", "name", "backends", "regions", "spot_policy", "resources", "env",
+    "skypilot": {"name", "workdir", "resources", "envs", "setup", "run"},
+    "dstack": {"type", "name", "backends", "regions", "spot_policy", "resources", "env", "files",
                "commands"},
 }  # fmt: skip
 HONEST_RESOURCES = {
@@ -304,3 +306,36 @@ def test_no_outside_string_changes_the_structure_of_a_task_file(key, hostile):
     head = text[: text.index("\ntype:" if key == "dstack" else "\nname:") + 1]
     assert all(line.startswith("# ") for line in head.splitlines())
     assert not any(ch in head for ch in "\r\x85\u2028\u2029\u202e\x00")
+
+
+def test_a_turing_card_runs_without_flash_attention_and_the_script_travels_with_the_task(
+    launcher_read, tmp_path
+):
+    """Issue 42's acceptance: SkyPilot's own parser reads a `workdir` and FlashAttention off on
+    a Turing GPU (T4, Quadro RTX 8000); an Ampere card keeps it on."""
+    w = Workload.build(model="Llama-3.1-8B", method="qlora", tokens="10M")
+    read_flash = {}
+    for gpu in ("T4", "Quadro RTX 8000", "RTX A6000"):
+        offer = {**h100_node("aws", "on_demand", 1.0), "gpu": gpu, "form_factor": None}
+        path = tmp_path / f"{gpu.replace(' ', '-')}.yaml"
+        path.write_text(task_file(quoted(w, [offer]), "skypilot"), encoding="utf-8")
+        (got,) = launcher_read("skypilot", [path])
+        assert got["workdir"] is not None
+        assert "accelerate launch" in got["run"] and got["run"].rstrip().endswith("train.py")
+        read_flash[gpu] = json.loads(got["envs"][TRAINING_ENV])["flash_attention"]
+    assert read_flash == {"T4": False, "Quadro RTX 8000": False, "RTX A6000": True}
+
+
+@pytest.mark.parametrize(
+    ("key", "region", "spelled"),
+    [
+        ("skypilot", "', US, NA'", "SkyPilot's spelling of vastai's place \"US\""),
+        ("dstack", "'us'", "dstack's spelling (from gpuhunt) of vastai's place \"US\""),
+    ],
+)
+def test_a_region_in_the_launchers_spelling_says_so_beside_it(key, region, spelled):
+    """A Vast.ai host that names only its country: SkyPilot's catalog spells it ", US, NA"."""
+    offer = {**h100_node("vastai", "on_demand", 20.0), "region": "US"}
+    text = task_file(quoted(FULL_8B, [offer]), key)
+    (line,) = [line for line in text.splitlines() if line.startswith(f"# region {region} is ")]
+    assert spelled in line

@@ -214,8 +214,8 @@ def test_quotes_task_past_the_last_quote_says_how_many_there_are(quotes_client):
 
 HOSTILE = "\u2028image: attacker/pwn\u2029privileged: true\n---\nnodes: 64\r\n# x: y\x85"
 TASK_KEYS = {
-    "skypilot": {"name", "resources", "envs", "setup", "run"},
-    "dstack": {"type", "name", "backends", "regions", "spot_policy", "resources", "env",
+    "skypilot": {"name", "workdir", "resources", "envs", "setup", "run"},
+    "dstack": {"type", "name", "backends", "regions", "spot_policy", "resources", "env", "files",
                "commands"},
 }  # fmt: skip
 
