@@ -1,13 +1,38 @@
 // Enhances the server-rendered page; everything works without it.
 // Filters apply as soon as they change, and forms, sort headings and view links fetch the
 // same page from the server and swap in its <main> (no reload, scroll kept, URL updated).
+// On a phone the parts below the quote start folded; each stays as the reader leaves it.
 (function () {
   "use strict";
   document.documentElement.classList.replace("no-js", "js");
 
   var busy = null;
+  var phone = window.matchMedia("(max-width: 600px)");
+  var chosen = {}; // fold id -> open, as the reader left it (kept across swaps)
 
-  function swap(url, push, fragment) {
+  // Open or close each fold: as the reader chose, else open on a wide screen, folded on a
+  // phone; the fold holding `fragment` (a link's or form's target) always opens.
+  function settle(fragment) {
+    var target = fragment && document.getElementById(fragment);
+    document.querySelectorAll("details.fold[id]").forEach(function (fold) {
+      var open = fold.id in chosen ? chosen[fold.id] : !phone.matches;
+      if (target && (fold.contains(target) || target.contains(fold))) open = chosen[fold.id] = true;
+      fold.dataset.settled = String(open);
+      fold.open = open;
+    });
+  }
+
+  document.addEventListener("toggle", function (event) {
+    var fold = event.target;
+    if (!fold.matches || !fold.matches("details.fold[id]")) return;
+    if (String(fold.open) !== fold.dataset.settled) { // the reader's click, not settle()
+      chosen[fold.id] = fold.open;
+      fold.dataset.settled = String(fold.open);
+    }
+  }, true);
+
+  // `fragment`: scroll to it; `reveal`: only open the fold holding it.
+  function swap(url, push, fragment, reveal) {
     if (busy) busy.abort();
     busy = new AbortController();
     var main = document.getElementById("main");
@@ -20,6 +45,7 @@
         var next = doc.getElementById("main");
         if (!next) { window.location.href = url; return; }
         main.replaceWith(next);
+        settle(fragment || reveal);
         document.title = doc.title;
         if (push) history.pushState(null, "", url);
         var focus = focusedId && document.getElementById(focusedId);
@@ -69,8 +95,11 @@
     if (!link || event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
     event.preventDefault();
     var url = new URL(link.href, window.location.href);
-    swap(url.pathname + url.search, true, null);
+    swap(url.pathname + url.search, true, null, url.hash.slice(1));
   });
+
+  window.addEventListener("hashchange", function () { settle(window.location.hash.slice(1)); });
+  settle(window.location.hash.slice(1));
 
   window.addEventListener("popstate", function () {
     swap(window.location.pathname + window.location.search, false, null);

@@ -12,12 +12,24 @@ dot. Spot lines are dashed with square markers, on-demand solid with round ones.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-__all__ = ["BUCKET", "Chart", "Line", "Marker", "NowPrice", "SeriesKey", "Tick", "build_chart"]
+__all__ = [
+    "BUCKET",
+    "Chart",
+    "Line",
+    "Marker",
+    "NowPrice",
+    "SeriesKey",
+    "Tick",
+    "build_chart",
+    "price_axis",
+    "price_ticks",
+    "time_ticks",
+]
 
 BUCKET: Mapping[str, timedelta] = {
     "1h": timedelta(hours=1),
@@ -118,7 +130,7 @@ def _nice_step(span: float, count: int) -> float:
     return next(m * magnitude for m in (1.0, 2.0, 2.5, 5.0, 10.0) if m * magnitude >= raw)
 
 
-def _y_axis(low: float, high: float) -> tuple[float, float, float, list[float]]:
+def price_axis(low: float, high: float) -> tuple[float, float, float, list[float]]:
     """(bottom, top, step, tick values) around [low, high]; prices are never negative."""
     span = high - low
     pad = span * Y_PAD if span > 0 else max(abs(high) * 0.1, 0.01)
@@ -134,7 +146,7 @@ def _money(value: float, step: float) -> str:
     return f"${value:.{decimals}f}"
 
 
-def _x_ticks(t0: datetime, t1: datetime) -> list[tuple[datetime, str]]:
+def _time_labels(t0: datetime, t1: datetime) -> list[tuple[datetime, str]]:
     """Round UTC times between t0 and t1: hours (midnight shown as the date), days or months."""
     step = next((c for c in X_STEPS if (t1 - t0) / c <= X_TICKS), X_STEPS[-1])
     first = EPOCH + math.ceil((t0 - EPOCH) / step) * step
@@ -150,6 +162,18 @@ def _x_ticks(t0: datetime, t1: datetime) -> list[tuple[datetime, str]]:
         ticks.append((t, label))
         t += step
     return ticks
+
+
+def time_ticks(t0: datetime, t1: datetime, x: Callable[[datetime], float]) -> tuple[Tick, ...]:
+    """The time axis's labels between t0 and t1, placed by `x` (viewBox units)."""
+    return tuple(Tick(round(x(t), 1), label) for t, label in _time_labels(t0, t1))
+
+
+def price_ticks(
+    values: Sequence[float], step: float, y: Callable[[float], float]
+) -> tuple[Tick, ...]:
+    """The price axis's labels (`price_axis`'s values, `$2.50`), placed by `y`."""
+    return tuple(Tick(round(y(v), 1), _money(v, step)) for v in values)
 
 
 def _label(series: Mapping[str, Any], many_gpus: bool, many_forms: bool) -> str:
@@ -244,7 +268,7 @@ def build_chart(
     t1 = max(max(times), until - step)
     if t1 <= t0:
         t0, t1 = t0 - step, t0 + step
-    y0, y1, y_step, y_values = _y_axis(min(prices), max(prices))
+    y0, y1, y_step, y_values = price_axis(min(prices), max(prices))
 
     def x(t: datetime) -> float:
         return left + float((t - t0) / (t1 - t0)) * (right - left)
@@ -289,6 +313,6 @@ def build_chart(
                 gaps=len(runs) - 1,
             )
         )
-    x_ticks = tuple(Tick(round(x(t), 1), label) for t, label in _x_ticks(t0, t1))
-    y_ticks = tuple(Tick(round(y(v), 1), _money(v, y_step)) for v in y_values)
+    x_ticks = time_ticks(t0, t1, x)
+    y_ticks = price_ticks(y_values, y_step, y)
     return Chart(WIDTH_PX, HEIGHT_PX, left, top, right, bottom, tuple(lines), x_ticks, y_ticks)

@@ -3,8 +3,8 @@
 Each row is a GPU (SXM and PCIe apart) with its cheapest *available* on-demand and spot offer
 per GPU-hour and who sells it, how many offers are rentable, and how the cheapest available price
 moved over 24 hours and 7 days (on-demand; spot when a GPU has no on-demand offer). By default the
-largest memory comes first: what limits a fine-tune is whether the model fits, and an 8 GB card
-rarely does; ties go to the cheaper on-demand price.
+cheapest on-demand GPU-hour comes first, the order a buyer compares in (the quote above it on the
+page already ranks by what the whole job costs on GPUs it fits); "Most VRAM" is one click away.
 """
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ __all__ = [
 
 GpuSort = Literal["vram", "price", "spot"]
 GPU_SORTS: Mapping[str, str] = {
-    "vram": "Most VRAM",
     "price": "Cheapest on-demand",
     "spot": "Cheapest spot",
+    "vram": "Most VRAM",
 }
 """Orders of the first view (value -> link text); the first is the default."""
 CHANGE_SPANS: Mapping[str, timedelta] = {"24h": timedelta(hours=24), "7d": timedelta(days=7)}

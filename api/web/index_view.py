@@ -1,5 +1,6 @@
 """The page's price-index chart: one line per pricing (on-demand solid, spot dashed) of one GPU,
-each point a link to the explanation of its value (`/index/explain`).
+each point a link to the explanation of its value (`/index/explain`), on the same labelled axes
+as the price-history chart ($ per GPU-hour up the side, UTC time along the bottom).
 
 A line breaks where a bucket has no value (no provider contributed): a gap, never a zero.
 """
@@ -12,12 +13,21 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
-from api.web.chart import BUCKET, PALETTE, PRICING_LABEL
+from api.web.chart import (
+    BUCKET,
+    PALETTE,
+    PRICING_LABEL,
+    Tick,
+    price_axis,
+    price_ticks,
+    time_ticks,
+)
 
 __all__ = ["IndexChart", "IndexLine", "IndexMarker", "build_index_chart"]
 
-WIDTH_PX, HEIGHT_PX = 900, 260
-LEFT_PX, RIGHT_PX, TOP_PX, BOTTOM_PX = 72, 24, 16, 28
+WIDTH_PX, HEIGHT_PX = 900, 300
+LEFT_PX, RIGHT_PX, TOP_PX, BOTTOM_PX = 104, 24, 20, 50
+"""As the price-history chart's, so both read alike and their labels have the same room."""
 LATEST_ROWS = 7
 """Buckets listed in the table under the chart, newest first."""
 
@@ -52,6 +62,12 @@ class IndexChart:
     lines: tuple[IndexLine, ...]
     rows: tuple[Mapping[str, Any], ...]
     """Latest buckets: `t`, then per pricing `value`, `providers` and `href`."""
+    left: float
+    right: float
+    bottom: float
+    x_ticks: tuple[Tick, ...]
+    y_ticks: tuple[Tick, ...]
+    """Axis labels: UTC times along the bottom, $ per GPU-hour up the left."""
 
 
 def _href(gpu: str, pricing: str, interval: str, t: datetime) -> str:
@@ -70,14 +86,14 @@ def build_index_chart(index: Mapping[str, Any]) -> IndexChart | None:
     values = [p["value"] for s in series for p in s["points"]]
     t0, t1 = min(times), max(max(times), min(times) + step)
     low, high = min(values), max(values)
-    pad = (high - low) * 0.1 or high * 0.1 or 1.0
+    y0, y1, y_step, y_values = price_axis(low, high)
+    bottom = HEIGHT_PX - BOTTOM_PX
 
     def x(t: datetime) -> float:
         return round(LEFT_PX + (t - t0) / (t1 - t0) * (WIDTH_PX - LEFT_PX - RIGHT_PX), 1)
 
     def y(v: float) -> float:
-        span = (high + pad) - (low - pad)
-        return round(TOP_PX + (high + pad - v) / span * (HEIGHT_PX - TOP_PX - BOTTOM_PX), 1)
+        return round(bottom - (v - y0) / (y1 - y0) * (bottom - TOP_PX), 1)
 
     lines = []
     for n, s in enumerate(series):
@@ -116,4 +132,18 @@ def build_index_chart(index: Mapping[str, Any]) -> IndexChart | None:
             row = by_time.setdefault(p["t"], {"t": p["t"]})
             row[s["pricing"]] = {**p, "href": _href(gpu, s["pricing"], interval, p["t"])}
     rows = tuple(by_time[t] for t in sorted(by_time, reverse=True)[:LATEST_ROWS])
-    return IndexChart(gpu, interval, WIDTH_PX, HEIGHT_PX, low, high, tuple(lines), rows)
+    return IndexChart(
+        gpu,
+        interval,
+        WIDTH_PX,
+        HEIGHT_PX,
+        low,
+        high,
+        tuple(lines),
+        rows,
+        left=LEFT_PX,
+        right=WIDTH_PX - RIGHT_PX,
+        bottom=bottom,
+        x_ticks=time_ticks(t0, t1, x),
+        y_ticks=price_ticks(y_values, y_step, y),
+    )

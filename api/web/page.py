@@ -4,6 +4,9 @@ The offers come from the same in-memory answer as `/offers` (`OfferServer.answer
 reads as rows only what it shows, a group's cheapest offer (`cheapest_per`) or the first
 `OFFERS_SHOWN` offers in the order asked, never every offer.
 
+The page leads with the job: a quote for the workload the form asks for (the default job,
+`WorkloadForm()`, before it is sent), then the per-GPU view, history and every offer.
+
 Each part (offers, chart, quotes) fails on its own: a bad filter or workload becomes a message
 beside the control that caused it, and the rest of the page still renders.
 """
@@ -120,7 +123,8 @@ def _offer_query(query: PageQuery) -> OfferQuery:
     )
 
 
-def _quote(warehouse: Warehouse, query: PageQuery, form: WorkloadForm) -> QuotesOut:
+def _quote(server: OfferServer, query: PageQuery, form: WorkloadForm) -> QuotesOut:
+    """The workload's quotes over the in-memory offers `server` holds (no warehouse read)."""
     workload = WorkloadQuery.model_validate(
         {
             "model": form.model,
@@ -134,7 +138,7 @@ def _quote(warehouse: Warehouse, query: PageQuery, form: WorkloadForm) -> Quotes
             "top": QUOTES_SHOWN,
         }
     )
-    return quotes_out(quote_offers(warehouse, workload.request()))
+    return quotes_out(quote_offers(server.warehouse, workload.request(), offers=server.offers))
 
 
 def _now_prices(rows: Sequence[Mapping[str, Any]]) -> dict[SeriesKey, NowPrice]:
@@ -237,12 +241,10 @@ def page_data(
         intervals = {name: settings.interval(name) for name in page.provider_names}
         page.chart = build_chart(history, now, _now_prices(available), intervals)
         page.index_chart = _index_chart(warehouse, page.chart_gpu, query.interval, now)
-    workload = query.workload or (WorkloadForm() if settings.demo else None)
-    if workload is not None:  # the demo quotes the default job at once: all parts show
-        try:
-            page.quotes = _quote(warehouse, query, workload)
-        except ValidationError as exc:
-            page.errors["quotes"] = _validation_message(exc)
-        except PipelineError as exc:
-            page.errors["quotes"] = str(exc)
+    try:  # the page leads with a quote: the default job's until the form asks for another
+        page.quotes = _quote(server, query, query.workload or WorkloadForm())
+    except ValidationError as exc:
+        page.errors["quotes"] = _validation_message(exc)
+    except PipelineError as exc:
+        page.errors["quotes"] = str(exc)
     return page

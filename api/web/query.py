@@ -80,7 +80,7 @@ class PageQuery:
     include_unavailable: bool = False
     node: tuple[tuple[str, str], ...] = ()
     """Node filters as typed (`min_vram_gb=80`), checked by the scope when the offers are read."""
-    gpu_sort: GpuSort = "vram"
+    gpu_sort: GpuSort = "price"
     """Order of the first view, one row per GPU."""
     view: View = "cheapest"
     sort: str = "price_per_gpu_hour"
@@ -118,7 +118,7 @@ class PageQuery:
             pricing=choice("pricing", PRICINGS, None),
             include_unavailable=_flag(params, "include_unavailable"),
             node=tuple(node.items()),
-            gpu_sort=choice("gpu_sort", tuple(GPU_SORTS), "vram"),
+            gpu_sort=choice("gpu_sort", tuple(GPU_SORTS), "price"),
             view=choice("view", ("cheapest", "all"), "cheapest"),
             sort=choice("sort", SORT_KEYS, "price_per_gpu_hour")
             if not descending

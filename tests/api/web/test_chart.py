@@ -139,3 +139,21 @@ def test_sxm_and_pcie_are_separate_lines_named_by_form_factor():
     assert set(lines) == {"PCIe · lambda · on-demand", "SXM · lambda · on-demand"}
     assert lines["SXM · lambda · on-demand"].latest == 2.6
     assert lines["PCIe · lambda · on-demand"].latest == 2.0
+
+
+def test_the_index_chart_has_labelled_axes_its_points_sit_on():
+    from api.web.index_view import build_index_chart
+
+    points = [
+        {"t": T0 + h * HOUR, "value": v, "providers": 2} for h, v in enumerate((2.0, 2.5, 3.0))
+    ]
+    series = [{"gpu": "H100-80GB", "pricing": "on_demand", "points": points}]
+    chart = build_index_chart({"interval": "1h", "series": series})
+    assert chart is not None
+    ticks = {tick.label: tick.pos for tick in chart.y_ticks}
+    [line] = chart.lines
+    by_value = {p["value"]: m.y for p, m in zip(points, line.markers, strict=True)}
+    assert ticks["$2.00"] == by_value[2.0] and ticks["$3.00"] == by_value[3.0]
+    assert [m.x for m in line.markers] == sorted(m.x for m in line.markers)
+    assert chart.x_ticks[0].label == "01 Jan"  # midnight UTC: the date
+    assert all(chart.left <= t.pos <= chart.right for t in chart.x_ticks)

@@ -199,14 +199,33 @@ def test_the_first_view_lists_one_row_per_gpu_with_its_cheapest_available_prices
     assert shown == {k: v for k, v in expected.items() if k[0]}
 
 
-def test_the_first_view_puts_the_most_memory_first_and_sorts_by_price_on_request(web):
-    by_vram = [_price(r["data-vram"]) or 0.0 for r in gpu_view_rows(soup(web.get("/")))]
-    assert by_vram == sorted(by_vram, reverse=True) and by_vram[0] >= 80
-    page = soup(web.get("/", params={"gpu_sort": "price"}))
+def test_the_first_view_puts_the_cheapest_gpu_hour_first_and_the_most_memory_on_request(web):
+    page = soup(web.get("/"))
     prices = [_price(r["data-on-demand"]) for r in gpu_view_rows(page)]
     known = [p for p in prices if p is not None]
     assert known == sorted(known) and prices[: len(known)] == known  # no on-demand: last
     assert page.select_one("#gpu-sort strong").text == "Cheapest on-demand"
+    page = soup(web.get("/", params={"gpu_sort": "vram"}))
+    by_vram = [_price(r["data-vram"]) or 0.0 for r in gpu_view_rows(page)]
+    assert by_vram == sorted(by_vram, reverse=True) and by_vram[0] >= 80
+    assert page.select_one("#gpu-sort strong").text == "Most VRAM"
+
+
+def test_the_page_leads_with_a_quote_for_the_default_job_then_the_market(web):
+    page = soup(web.get("/"))  # the form not sent yet: the default workload is quoted
+    order = [s["id"] for s in page.select("main > section")]
+    assert order[0] == "quotes"
+    assert order.index("gpus") < order.index("history") < order.index("offers")
+    assert page.select_one("h1").get_text(strip=True) == "What would a fine-tuning job cost?"
+    assert "Llama-3.1-8B" in page.select_one("#quotes-summary").text
+    costs = [
+        float(r.select_one(".price").text.lstrip("$").replace(",", ""))
+        for r in page.select("#quotes-table tbody tr")
+    ]
+    assert costs and costs == sorted(costs)
+    folds = page.select("main details.fold")  # open without scripts; app.js folds them on a phone
+    assert {f["id"] for f in folds} >= {"gpus-fold", "history-fold", "offers-fold"}
+    assert all(f.has_attr("open") for f in folds)
 
 
 def test_the_first_view_shows_how_the_cheapest_price_moved_since_yesterday(web, collected):

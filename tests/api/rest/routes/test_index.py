@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -306,7 +307,11 @@ def test_the_page_charts_the_index_and_each_value_is_one_click_from_its_explanat
     page = BeautifulSoup(
         index_client.get("/", params={"gpu": "H100-80GB", "interval": "1h"}).text, "html.parser"
     )
-    assert {g["data-index-pricing"] for g in page.select("#index-chart g")} == {"on_demand", "spot"}
+    lines = page.select("#index-chart g[data-index-pricing]")
+    assert {g["data-index-pricing"] for g in lines} == {"on_demand", "spot"}
+    y_labels = [t.text for t in page.select("#index-chart .grid text.y-label")]
+    assert len(y_labels) >= 3 and all(re.fullmatch(r"\$\d+\.\d{2,4}", t) for t in y_labels)
+    assert page.select("#index-chart .grid text.x-label")  # a time axis, in UTC
     links = page.select("#index-table a")
     assert links and len(page.select("#index-chart a")) >= len(links)
     for link in links:
