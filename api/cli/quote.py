@@ -40,7 +40,15 @@ from api.rest.schemas_quotes import (
 from pipeline.errors import PipelineError, UnknownGpuError, WorkloadError
 from pipeline.market.scope import OfferScope
 from pipeline.workload.architectures import model_key
-from pipeline.workload.model import LoraTargets, Method, Optimizer, Precision, Profile, Workload
+from pipeline.workload.model import (
+    LayoutChoice,
+    LoraTargets,
+    Method,
+    Optimizer,
+    Precision,
+    Profile,
+    Workload,
+)
 from pipeline.workload.quotes import QUOTE_SCOPE, QuoteRequest, check_hardware, quote_offers
 from pipeline.workload.task_files import task_file
 from scrapers.models import FormFactor
@@ -86,6 +94,8 @@ _SHARDED = {
     "zero2": "gradients and optimizer states split across the GPUs (ZeRO-2)",
     "zero3": "weights, gradients and optimizer states split across the GPUs (ZeRO-3)",
     "fsdp": "weights, gradients and optimizer states split across the GPUs (FSDP)",
+    "expert-parallel": "the experts split across the GPUs (expert parallel), the rest and the "
+    "optimizer states sharded",
 }
 
 
@@ -236,8 +246,26 @@ def quote(
         ),
     ] = True,
     lora_targets: Annotated[
-        LoraTargets, typer.Option(help="LoRA on all linear layers, or attention (q, k, v, o)")
+        LoraTargets,
+        typer.Option(
+            help="LoRA on all linear layers but a MoE model's routed experts (all), on "
+            "attention (q, k, v, o), or on every expert too (experts)"
+        ),
     ] = "all",
+    experts_bits: Annotated[
+        int,
+        typer.Option(
+            "--experts-bits",
+            help="QLoRA on a MoE model: routed experts in 4 bit (axolotl, Unsloth) or 16 "
+            "(Transformers v5 fused experts, skipped by bitsandbytes)",
+        ),
+    ] = 4,
+    layout: Annotated[
+        LayoutChoice,
+        typer.Option(
+            help="auto (the first that fits), ddp, zero2, zero3, fsdp or expert-parallel (MoE)"
+        ),
+    ] = "auto",
     gpu: Annotated[
         str | None, typer.Option(help="With --gpus: check this GPU instead of ranking offers")
     ] = None,
@@ -302,6 +330,8 @@ def quote(
         "packing": packing,
         "flash_attention": flash_attention,
         "lora_targets": lora_targets,
+        "experts_bits": experts_bits,
+        "layout": layout,
     }
     try:  # checked here first: a bad workload is a usage error naming the option
         workload = Workload.build(config=hf_config_body, **workload_fields)

@@ -128,8 +128,20 @@ class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]
         "for packed, range up to padded",
     )
     flash_attention: bool = Field(True, description="FlashAttention-2 where the GPU has it")
-    lora_targets: Literal["all", "attention"] = Field(
-        "all", description="LoRA on all linear layers, or on attention (q, k, v, o) only"
+    lora_targets: Literal["all", "attention", "experts"] = Field(
+        "all",
+        description="LoRA on all linear layers but a MoE model's routed experts (all), on "
+        "attention (q, k, v, o) only, or on every routed expert too (experts)",
+    )
+    experts_bits: Literal[4, 16] = Field(
+        4,
+        description="QLoRA on a mixture-of-experts model: routed experts in 4 bit (axolotl, "
+        "Unsloth) or 16 bit (Transformers v5 fused experts, which bitsandbytes skips)",
+    )
+    layout: Literal["auto", "ddp", "zero2", "zero3", "fsdp", "expert-parallel"] = Field(
+        "auto",
+        description="How the job spreads over its GPUs; auto: the first that fits of ddp, "
+        "expert-parallel (MoE), zero2 (full), zero3/fsdp",
     )
     max_hours: float | None = Field(
         None, gt=0, le=1e7, allow_inf_nan=False, description="Leave out offers slower than this"
@@ -235,12 +247,18 @@ class SkippedOut(BaseModel):
 class ArchitectureOut(BaseModel):
     hidden_size: int
     num_hidden_layers: int
-    intermediate_size: int
+    intermediate_size: int = Field(description="The dense layers' MLP width")
     vocab_size: int
     num_attention_heads: int
     num_key_value_heads: int
     tie_word_embeddings: bool
     source: str
+    head_dim: int | None = Field(None, description="Set where it is not hidden / heads")
+    num_experts: int = Field(0, description="Routed experts per MoE layer; 0: dense")
+    num_experts_per_tok: int = 0
+    moe_intermediate_size: int = Field(0, description="Width of one routed expert")
+    shared_expert_intermediate_size: int = Field(0, description="All shared experts' width")
+    moe_layers: int = Field(0, description="Layers whose MLP is a mixture of experts")
 
 
 class WorkloadOut(BaseModel):
@@ -261,6 +279,14 @@ class WorkloadOut(BaseModel):
     packing: bool | None
     flash_attention: bool
     lora_targets: str | None = Field(description="Null for full fine-tuning")
+    active_params_b: float = Field(
+        description="Parameters one token runs through (MoE: without the input embedding); "
+        "the total for a dense model"
+    )
+    experts_bits: int | None = Field(
+        description="QLoRA on a MoE model: the routed experts' bits; null otherwise"
+    )
+    layout: str = Field(description="The layout asked for (auto: the first that fits)")
     architecture: ArchitectureOut
 
 

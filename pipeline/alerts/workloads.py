@@ -40,6 +40,8 @@ _WORKLOAD_KEYS = frozenset(
         "packing",
         "flash_attention",
         "lora_targets",
+        "experts_bits",
+        "layout",
     }
 )
 _SCOPE_KEYS = frozenset(OfferScope.model_fields[name].alias or name for name in QUOTE_SCOPE)

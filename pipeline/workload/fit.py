@@ -2,8 +2,11 @@
 
 The layouts are tried in the order a practitioner tries them, cheapest in communication first
 (Answer.AI, "Benchmarking QLoRA+FSDP", fsdp_qlora `benchmarks_03_2024.md`, "Practical guide":
-DDP → SHARD_GRAD_OP → FULL_SHARD → CPU offload); the first that fits is the one the job is
-assumed to run in, and the time model (`pipeline.workload.hours`) charges its communication.
+DDP → SHARD_GRAD_OP → FULL_SHARD → CPU offload), a mixture-of-experts model trying expert
+parallelism right after DDP (the experts split, little else moved: ms-swift's Megatron examples);
+the first that fits is the one the job is assumed to run in, and the time model
+(`pipeline.workload.hours`) charges its communication. A workload that names its `layout` is tried
+in that one only (on one GPU there is nothing to split).
 """
 
 from __future__ import annotations
@@ -38,8 +41,18 @@ __all__ = [
     "usable_vram_gib",
 ]
 
-Layout = tuple[ZeroStage, bool]
-"""(ZeRO stage, CPU offload); stage 0 is DDP (everything replicated)."""
+Layout = tuple[ZeroStage, bool, bool]
+"""(ZeRO stage, CPU offload, expert parallel); stage 0 is DDP (everything replicated)."""
+SINGLE: Layout = (0, False, False)
+EXPERT_PARALLEL: Layout = (0, False, True)
+OFFLOADED: Layout = (3, True, False)
+_ASKED: dict[str, Layout] = {
+    "ddp": SINGLE,
+    "zero2": (2, False, False),
+    "zero3": (3, False, False),
+    "fsdp": (3, False, False),
+    "expert-parallel": EXPERT_PARALLEL,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,20 +115,30 @@ def usable_vram_gib(gpu: GpuType) -> float:
 def layouts(w: Workload, n_gpus: int, *, offload: bool = False) -> tuple[Layout, ...]:
     """The layouts to try on `n_gpus`, in order. Full fine-tuning adds ZeRO-2 (gradients and
     optimizer sharded, weights whole); for LoRA it would shard only the tiny adapter states.
-    CPU offload, the slowest, only when asked for."""
+    A MoE model tries expert parallelism after DDP. CPU offload, the slowest, only when asked
+    for (and only where the weights are sharded). A workload's own `layout` is the only one."""
     if n_gpus == 1:
-        ladder: tuple[Layout, ...] = ((0, False),)
-    elif w.method == "full":
-        ladder = ((0, False), (2, False), (3, False))
+        return (SINGLE,)
+    if w.layout != "auto":
+        asked = _ASKED[w.layout]
+        return (asked, OFFLOADED) if offload and asked[0] == 3 else (asked,)
+    moe = (EXPERT_PARALLEL,) if w.arch.is_moe else ()
+    if w.method == "full":
+        ladder: tuple[Layout, ...] = (SINGLE, *moe, (2, False, False), (3, False, False))
     else:
-        ladder = ((0, False), (3, False))
-    return (*ladder, (3, True)) if offload else ladder
+        ladder = (SINGLE, *moe, (3, False, False))
+    return (*ladder, OFFLOADED) if offload else ladder
 
 
 def _memory(w: Workload, gpu: GpuType, n: int, layout: Layout) -> MemoryEstimate:
-    stage, offload = layout
+    stage, offload, expert_parallel = layout
     return estimate_memory(
-        w, n, zero_stage=stage, offload=offload, flash_attention=gpu.flash_attention
+        w,
+        n,
+        zero_stage=stage,
+        offload=offload,
+        flash_attention=gpu.flash_attention,
+        expert_parallel=expert_parallel,
     )
 
 
@@ -194,7 +217,7 @@ def precision_problem(w: Workload, gpu: GpuType) -> str | None:
 
 def _smallest_fit(w: Workload, gpu: GpuType, max_gpus: int) -> Fit:
     usable = usable_vram_gib(gpu)
-    memory = _memory(w, gpu, 1, (0, False))
+    memory = _memory(w, gpu, 1, SINGLE)
     if memory.floor_gib > usable:
         reason = (
             f"activations and logits alone need {memory.floor_gib:.1f} GiB per GPU at seq_len "
@@ -212,20 +235,33 @@ def _smallest_fit(w: Workload, gpu: GpuType, max_gpus: int) -> Fit:
     def sharded(n: int) -> MemoryEstimate:
         return _memory(w, gpu, n, layouts(w, n)[-1])
 
-    first = bisect_left(counts, True, key=lambda n: sharded(n).per_gpu_gib <= usable)
+    def fits(n: int) -> bool:
+        return sharded(n).per_gpu_gib <= usable
+
+    if w.layout == "expert-parallel":  # E / gcd(N, E) is not monotone in N: walk the counts
+        first = next((i for i, n in enumerate(counts) if fits(n)), len(counts))
+    else:
+        first = bisect_left(counts, True, key=fits)
     if first < len(counts):
         n = counts[first]
         return Fit(gpu.id, n, place(w, gpu, n) or sharded(n), usable)
     memory = sharded(counts[-1]) if counts else memory
+    asked = f" in layout {w.layout}" if w.layout != "auto" else ""
     reason = (
-        f"needs {memory.per_gpu_gib:.1f} GiB per GPU even on {memory.n_gpus} × {gpu.id} "
-        f"({usable:.1f} GiB usable)"
+        f"needs {memory.per_gpu_gib:.1f} GiB per GPU{asked} even on {memory.n_gpus} × "
+        f"{gpu.id} ({usable:.1f} GiB usable)"
     )
+    if w.layout == "ddp":
+        reason += "; ddp keeps a whole copy of the model states on every GPU"
     return Fit(gpu.id, None, memory, usable, reason)
 
 
 def _alternatives(w: Workload) -> list[tuple[str, Workload]]:
     options: list[tuple[str, Workload]] = []
+    if w.layout != "auto":
+        options.append(("layout auto", replace(w, layout="auto")))
+    if w.method == "qlora" and w.arch.is_moe and w.experts_bits == 16:
+        options.append(("experts_bits 4", replace(w, experts_bits=4)))
     if not w.grad_ckpt:
         options.append(("turn on gradient checkpointing", replace(w, grad_ckpt=True)))
     if w.micro_batch > 1:

@@ -26,7 +26,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pipeline.workload.fit import GpuType
-from pipeline.workload.model import BYTES_16BIT, MemoryEstimate, Workload, base_weight_bytes
+from pipeline.workload.model import (
+    BYTES_16BIT,
+    MemoryEstimate,
+    Workload,
+    base_weight_bytes,
+    expert_bytes_per_param,
+    expert_parallel_size,
+    quantized_params,
+)
 from pipeline.workload.precision import peak_tflops
 
 __all__ = [
@@ -107,6 +115,25 @@ arXiv:2101.06840). Fitted on torchtune's Llama-3.1-70B full fine-tune with CPU o
 COMM_EXPOSED = 0.1
 """ε: share of the shorter of compute and communication that prefetching cannot hide."""
 ADAPTER_GRAD_BYTES = 4  # PEFT keeps adapters in fp32 (section 3.3)
+ALL_TO_ALL_LEGS = 2  # dispatch and combine
+MOE_EFFICIENCY: Mapping[str, float] = {
+    # U_moe / U_gen: MoE trains at a fraction of dense efficiency (small expert GEMMs, routing,
+    # all-to-all; moe-notes.md). Expert-parallel Megatron stacks: Megatron-Bridge gpt-oss-120b
+    # 16 % and the MoE model zoo's Qwen3-235B 28 % MFU on H100, against ~48 % dense.
+    "expert-parallel": 1.0,
+    # Transformers + PEFT / FSDP / ZeRO on one or many GPUs (HF's expert loop): axolotl's
+    # Llama-4-Scout QLoRA runs (519 tok/s on 1 x H100, 280 per GPU on 4 with FSDP2, ≈ 5 % of
+    # peak); Transformers < 5 under ZeRO-3 ran another order of magnitude lower.
+    "hf": 0.2,
+    # The same stacks sharding the experts (ZeRO-3, FSDP): axolotl's Scout QLoRA ran 280 tokens/s
+    # per GPU on 4 × H100 with FSDP2 against 519 on one; ms-swift's ZeRO-3 Qwen3-30B-A3B run
+    # (transformers < 5, 16 × A800) 9.5 × slower than Megatron on the same GPUs.
+    "hf-sharded": 0.1,
+}
+EXPERT_GEMM_HALF = 4.5e6
+"""x_half: the expert GEMM size (h · I_e) at which MoE runs at half its stack's ceiling. Fitted
+on the expert-parallel runs: gpt-oss-120b (2880 × 2880) and Qwen3-235B-A22B (4096 × 1536) on
+H100 at 16-28 % MFU, Qwen3-30B-A3B (2048 × 768) at about 5 % on A800 (moe-notes.md)."""
 
 # What the model does not know, for hours_range.
 FRAMEWORK_SPEEDUP = 1.5
@@ -127,31 +154,61 @@ GBPS = 1e9
 
 
 def flops_per_token(w: Workload) -> float:
-    """F_tok = c·P + 6·P_lora·[LoRA] + 6·L·s·h + 2·L·s·h·[ckpt] (section 4.1)."""
+    """F_tok = c·P + 6·P_lora·[LoRA] + 6·L·s·h + 2·L·s·h·[ckpt] (section 4.1); for a MoE model
+    P is the active count (k routed experts, shared experts, attention, embeddings: ≈ 6 × active
+    per token for full training, Megatron-Bridge's "model TFLOP/s", moe-notes.md), P_lora the
+    adapters a token runs through and h the query width."""
     a = w.arch
     c = FULL_FLOPS_PER_PARAM if w.method == "full" else FROZEN_FLOPS_PER_PARAM
-    attention = ATTENTION_FLOPS * a.layers * w.seq_len * a.hidden
+    width = a.q_hidden
+    attention = ATTENTION_FLOPS * a.layers * w.seq_len * width
     if w.grad_ckpt:
         c += RECOMPUTE_FLOPS_PER_PARAM
-        attention += ATTENTION_RECOMPUTE_FLOPS * a.layers * w.seq_len * a.hidden
-    adapters = 0.0 if w.method == "full" else FULL_FLOPS_PER_PARAM * w.adapter_params
-    return c * a.params + adapters + attention
+        attention += ATTENTION_RECOMPUTE_FLOPS * a.layers * w.seq_len * width
+    adapters = (
+        0.0
+        if w.method == "full"
+        else FULL_FLOPS_PER_PARAM * a.active_lora_params(w.lora_rank, w.lora_targets)
+    )
+    return c * a.compute_params + adapters + attention
 
 
 def _peak_tflops(w: Workload, gpu: GpuType) -> float | None:
     return peak_tflops(w, gpu)  # FP16 with loss scaling on a card without BF16
 
 
-def _gpu_seconds(w: Workload, gpu: GpuType, peak: float) -> float:
+def moe_efficiency(w: Workload, layout: str) -> float:
+    """U_moe / U_gen of a mixture-of-experts model: the stack's ceiling (`MOE_EFFICIENCY`)
+    times x / (x + x_half), x = h · I_e the size of one expert's GEMM (small experts, small
+    GEMMs: moe-notes.md); 1 for a dense model."""
+    a = w.arch
+    if not a.is_moe:
+        return 1.0
+    if layout == "expert-parallel":
+        ceiling = MOE_EFFICIENCY["expert-parallel"]
+    else:
+        sharded = layout.partition("+")[0] in ("zero2", "zero3", "fsdp")
+        ceiling = MOE_EFFICIENCY["hf-sharded" if sharded else "hf"]
+    gemm = a.hidden * a.expert_intermediate
+    return ceiling * gemm / (gemm + EXPERT_GEMM_HALF)
+
+
+def utilization(w: Workload, gpu: GpuType, layout: str) -> float:
+    """U of the matmuls: the GPU generation's (dense, fitted), times the MoE efficiency of the
+    layout's kind of stack for a mixture-of-experts model."""
+    return UTILIZATION.get(gpu.family, DEFAULT_UTILIZATION) * moe_efficiency(w, layout)
+
+
+def _gpu_seconds(w: Workload, gpu: GpuType, peak: float, layout: str = "none") -> float:
     """t_gpu of one micro-step on one GPU."""
     a = w.arch
     tokens = w.micro_batch * w.seq_len
     passes = PASSES_WITH_CKPT if w.grad_ckpt else PASSES_WITHOUT_CKPT
-    u = UTILIZATION.get(gpu.family, DEFAULT_UTILIZATION)
+    u = utilization(w, gpu, layout)
     seconds = tokens * flops_per_token(w) / (peak * TFLOPS * u) + a.layers * LAYER_OVERHEAD_S
     bandwidth = (gpu.mem_bw_gbps or 1000.0) * GBPS
     if w.method == "qlora":
-        seconds += passes * a.linear_params * DEQUANT_BYTES_PER_PARAM / bandwidth
+        seconds += passes * quantized_params(w) * DEQUANT_BYTES_PER_PARAM / bandwidth
     if w.method != "full":
         width = a.adapter_width(w.lora_targets)
         seconds += tokens * passes * a.layers * width * ADAPTER_BYTES_PER_ELEMENT / bandwidth
@@ -169,9 +226,37 @@ def _bus_gbps(gpu: GpuType, n: int) -> float:
     return PCIE_GBPS["gen5" if gpu.family in PCIE_GEN5 else "gen4"]
 
 
+def _expert_parallel_seconds(w: Workload, gpu: GpuType, n: int) -> float:
+    """Expert parallel: each MoE layer sends every token's k routed copies to the GPUs holding
+    their experts and back (dispatch and combine all-to-all, each pass) inside the node (EP is
+    kept within the NVLink domain: ms-swift's and Megatron's advice, moe-notes.md); the
+    non-expert part, split over all N, is gathered and its gradients reduce-scattered as under
+    ZeRO-3. The experts' own gradients are reduced over the expert-data-parallel group once per
+    optimizer step, overlapped with the backward pass (Megatron's distributed optimizer), so
+    they are not charged per micro-step."""
+    a = w.arch
+    node = GPUS_PER_NODE * gpu.devices_per_gpu
+    ep = min(expert_parallel_size(w, n), node)
+    passes = PASSES_WITH_CKPT if w.grad_ckpt else PASSES_WITHOUT_CKPT
+    routed = w.micro_batch * w.seq_len * a.experts_per_token * a.hidden * BYTES_16BIT
+    a2a = ALL_TO_ALL_LEGS * passes * a.moe_layers * routed * (ep - 1) / ep
+    seconds = a2a / (_bus_gbps(gpu, ep) * GBPS) if ep > 1 else 0.0
+    weights = base_weight_bytes(w)
+    expert_weights = a.expert_params * expert_bytes_per_param(w)
+    full = w.method == "full"
+    grads = BYTES_16BIT if full else 0.0
+    dense_volume = 2 * (weights - expert_weights) + grads * (a.params - a.expert_params)
+    if not full:
+        dense_volume += 2 * ADAPTER_GRAD_BYTES * w.adapter_params
+    seconds += dense_volume * (n - 1) / n / (_bus_gbps(gpu, n) * GBPS)
+    return seconds
+
+
 def _comm_seconds(w: Workload, gpu: GpuType, memory: MemoryEstimate) -> tuple[float, float]:
     """(t_comm, t_cpu_adam) of one micro-step in the memory estimate's layout."""
     n = memory.n_gpus
+    if memory.sharding == "expert-parallel":
+        return _expert_parallel_seconds(w, gpu, n), 0.0
     grad_bytes = (
         BYTES_16BIT * w.arch.params if w.method == "full" else ADAPTER_GRAD_BYTES * w.adapter_params
     )
@@ -194,7 +279,7 @@ def tokens_per_second(w: Workload, gpu: GpuType, memory: MemoryEstimate) -> floa
     peak = _peak_tflops(w, gpu)
     if not peak:
         return None
-    t_gpu = _gpu_seconds(w, gpu, peak)
+    t_gpu = _gpu_seconds(w, gpu, peak, memory.sharding)
     t_comm, t_cpu = _comm_seconds(w, gpu, memory)
     step = max(t_gpu, t_comm) + COMM_EXPOSED * min(t_gpu, t_comm) + t_cpu
     return memory.n_gpus * w.micro_batch * w.seq_len / step

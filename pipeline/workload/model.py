@@ -7,9 +7,12 @@ GiB (2^30 bytes) throughout, as PyTorch and nvidia-smi print it (section 1).
     M_gpu = 1.05·(weights + gradients + optimizer) + 1.15·(activations + logits + gathers) + 0.75
 
 A layout says how the job spreads over its GPUs: replicated (DDP), ZeRO-1/2, ZeRO-3 / FSDP full
-shard, optionally with the model states offloaded to CPU RAM. Which layout a job gets on given
-hardware is chosen in `pipeline.workload.fit`; its hours in `pipeline.workload.hours`; offers in
-`pipeline.workload.ranking`.
+shard, optionally with the model states offloaded to CPU RAM, or, for a mixture-of-experts model,
+expert-parallel (each GPU holds E / EP of the experts, Megatron-style, with the optimizer states
+sharded over all GPUs as its distributed optimizer does). Memory follows the total parameter count
+(every expert is resident, `shared/reference/moe-notes.md`); compute the active one (`hours`).
+Which layout a job gets on given hardware is chosen in `pipeline.workload.fit`; its hours in
+`pipeline.workload.hours`; offers in `pipeline.workload.ranking`.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ __all__ = [
     "GIB",
     "GPU_COUNTS",
     "MAX_GPUS",
+    "ExpertsBits",
+    "LayoutChoice",
     "LoraTargets",
     "MemoryBreakdown",
     "MemoryEstimate",
@@ -42,6 +47,8 @@ __all__ = [
     "Profile",
     "Workload",
     "estimate_memory",
+    "expert_bytes_per_param",
+    "expert_parallel_size",
     "parse_tokens",
 ]
 
@@ -49,9 +56,11 @@ Method = Literal["full", "lora", "qlora"]
 Precision = Literal["bf16", "fp16"]
 Optimizer = Literal["adamw", "adamw_8bit", "paged_adamw"]
 Profile = Literal["hf", "fused"]
-LoraTargets = Literal["all", "attention"]
+LoraTargets = Literal["all", "attention", "experts"]
+ExpertsBits = Literal[4, 16]
+LayoutChoice = Literal["auto", "ddp", "zero2", "zero3", "fsdp", "expert-parallel"]
 ZeroStage = Literal[0, 1, 2, 3]
-Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp"]
+Sharding = Literal["none", "ddp", "zero1", "zero2", "zero3", "fsdp", "expert-parallel"]
 
 GIB = 2**30
 MAX_SEQ_LEN = 1 << 20
@@ -81,8 +90,15 @@ ACT_BYTES_PER_INTERMEDIATE = 8
 FUSED_ACTIVATION_FACTOR = 0.5  # fused RMSNorm/SwiGLU (Liger, unsloth, torch.compile)
 CKPT_INPUT_BYTES = 2  # checkpointing keeps each layer's bf16 input: 2·h per token per layer
 ATTENTION_SCORE_BYTES = 5  # 5·a·s/h term, only without FlashAttention (V100, T4, MI250)
+ROUTED_COPY_BYTES = 4
+"""MoE layers keep each token's k routed copies of its input and output (bf16, 2 + 2 bytes per
+hidden element): the permutation buffers of HF's expert loop and of Megatron's all-to-all."""
 # Section 3.6: logits and loss buffer, bytes per token per vocabulary entry.
 LOGIT_BYTES: dict[str, float] = {"hf": 12, "fused": 1}
+MEGATRON_LOGIT_BYTES = 4
+"""Megatron's fused vocab-parallel cross-entropy (the expert-parallel stacks) keeps only the fp32
+softmax for the backward pass; fitted on ms-swift's Megatron LoRA runs (moe_workload_cases.csv:
+Qwen3-30B-A3B and gpt-oss-20b on EP2, 16k tokens per micro-batch)."""
 # Section 3.2: ZeRO-3/FSDP keep one layer computing and one prefetched, 2 bytes per param.
 GATHERED_LAYERS = 2
 # Section 3 (fitted on the measured cases, section 6).
@@ -134,6 +150,8 @@ _CHOICES: tuple[tuple[str, tuple[object, ...]], ...] = tuple(
         ("optimizer", Optimizer),
         ("profile", Profile),
         ("lora_targets", LoraTargets),
+        ("experts_bits", ExpertsBits),
+        ("layout", LayoutChoice),
     )
 )
 """Each choice field's allowed values (read once: a ranking builds hundreds of workloads)."""
@@ -159,7 +177,14 @@ class Workload:
     flash_attention: bool = True
     """FlashAttention-2 / SDPA flash kernels, where the GPU has them (not V100, T4, MI250)."""
     lora_targets: LoraTargets = "all"
-    """LoRA adapters on all seven linear projections, or on q, k, v, o only."""
+    """LoRA adapters on all linear projections but the routed experts (ms-swift "all-linear",
+    axolotl `lora_target_linear`, Unsloth), on q, k, v, o only, or on every expert too."""
+    experts_bits: ExpertsBits = 4
+    """QLoRA: the routed experts quantized to 4 bit (axolotl `quantize_moe_experts`, Unsloth: the
+    measured runs) or left 16-bit (Transformers v5 fused expert tensors, which bitsandbytes skips;
+    moe-notes.md). Ignored for dense models and for LoRA and full fine-tuning."""
+    layout: LayoutChoice = "auto"
+    """How the job spreads over its GPUs: `auto` tries the layouts in order (`fit.layouts`)."""
 
     def __post_init__(self) -> None:
         for name, allowed in _CHOICES:
@@ -178,6 +203,12 @@ class Workload:
             raise WorkloadError("pure_bf16", "needs precision bf16")
         if not self.arch.params > 0:
             raise WorkloadError("params_b", "must be positive")
+        if self.layout == "expert-parallel" and not self.arch.is_moe:
+            raise WorkloadError(
+                "layout",
+                f"expert-parallel shards experts, and {self.arch.name} is a dense model; "
+                "use ddp, zero2, zero3 or fsdp",
+            )
 
     @classmethod
     def build(
@@ -201,6 +232,11 @@ class Workload:
         if "tokens" in options and options["tokens"] is not None:
             options["tokens"] = parse_tokens(options["tokens"])
         return cls(arch=arch, method=method, **options)
+
+    @property
+    def quantized_experts(self) -> bool:
+        """QLoRA with the routed experts in 4 bit."""
+        return self.method == "qlora" and self.experts_bits == 4
 
     @property
     def trainable_params(self) -> float:
@@ -258,11 +294,45 @@ class MemoryEstimate:
         return self.sharding
 
 
+def expert_parallel_size(w: Workload, n_gpus: int) -> int:
+    """EP: the experts are split over the largest group of GPUs that divides both the GPU count
+    and the expert count (Megatron needs EP to divide the data-parallel size)."""
+    return math.gcd(n_gpus, w.arch.experts) if w.arch.is_moe else 1
+
+
+def _expert_parallel_bytes(w: Workload, n: int) -> tuple[float, float, float]:
+    """Weights, gradients, optimizer bytes per GPU with the experts split EP ways and the rest
+    (attention, dense and shared MLPs, embeddings) split over all N GPUs, as the measured
+    Megatron runs do with tensor / pipeline parallelism or Megatron-FSDP beside EP; optimizer
+    states over all N (the distributed optimizer; moe-notes.md "Expert parallelism")."""
+    a, ep = w.arch, expert_parallel_size(w, n)
+    experts = a.expert_params
+    if w.method == "full":
+        adam = (PURE_BF16_ADAM_BYTES if w.pure_bf16 else ADAM_BYTES)[w.optimizer]
+        resident = (a.params - experts) / n + experts / ep
+        return BYTES_16BIT * resident, BYTES_16BIT * resident, adam * a.params / n
+    base = base_weight_bytes(w)
+    expert_base = experts * expert_bytes_per_param(w)
+    adapters = w.adapter_params
+    expert_adapters = (
+        adapters - a.lora_params(w.lora_rank, "all") if w.lora_targets == "experts" else 0.0
+    )
+    resident_adapters = (adapters - expert_adapters) / n + expert_adapters / ep
+    weights = (base - expert_base) / n + expert_base / ep + ADAPTER_WEIGHT_BYTES * resident_adapters
+    return (
+        weights,
+        ADAPTER_GRAD_BYTES * resident_adapters,
+        ADAPTER_ADAM_BYTES[w.optimizer] * adapters / n,
+    )
+
+
 def _states_bytes(
     w: Workload, n: int, stage: ZeroStage
 ) -> tuple[float, float, float, Sharding, bool]:
     """Weights, gradients, optimizer bytes per GPU; the sharding; whether layers are gathered."""
     a = w.arch
+    full_shard: Sharding = "fsdp" if w.layout == "fsdp" else "zero3"
+    lora_shard: Sharding = "zero3" if w.layout == "zero3" else "fsdp"
     if w.method == "full":
         adam = (PURE_BF16_ADAM_BYTES if w.pure_bf16 else ADAM_BYTES)[w.optimizer]
         weights, grads, optim = BYTES_16BIT * a.params, BYTES_16BIT * a.params, adam * a.params
@@ -270,7 +340,9 @@ def _states_bytes(
             return weights, grads, optim, "none", False
         # Section 3.2, ZeRO paper table: stage 1 shards the optimizer, 2 also the gradients,
         # 3 (= FSDP FULL_SHARD, the default) also the parameters.
-        return _sharded(weights, grads, optim, n, stage, ("ddp", "zero1", "zero2", "zero3")[stage])
+        return _sharded(
+            weights, grads, optim, n, stage, ("ddp", "zero1", "zero2", full_shard)[stage]
+        )
     adapters = w.adapter_params
     weights = base_weight_bytes(w) + ADAPTER_WEIGHT_BYTES * adapters
     grads = ADAPTER_GRAD_BYTES * adapters
@@ -279,7 +351,7 @@ def _states_bytes(
         return weights, grads, optim, "none", False
     # Sections 3.3 and 3.8: LoRA/QLoRA on N > 1 replicate the base (DDP, stage 0) or shard base
     # and adapters with FSDP (stage 3, FSDP-QLoRA); stages 1 and 2 shard only adapter states.
-    return _sharded(weights, grads, optim, n, stage, ("ddp", "zero1", "zero2", "fsdp")[stage])
+    return _sharded(weights, grads, optim, n, stage, ("ddp", "zero1", "zero2", lora_shard)[stage])
 
 
 def _sharded(
@@ -296,12 +368,28 @@ def _sharded(
     )
 
 
+def expert_bytes_per_param(w: Workload) -> float:
+    """Bytes of one routed-expert weight of the frozen or trained base: NF4 or 16-bit."""
+    return NF4_BITS_PER_PARAM / BITS_PER_BYTE if w.quantized_experts else BYTES_16BIT
+
+
+def quantized_params(w: Workload) -> float:
+    """The base weights QLoRA stores in NF4 (and dequantizes each pass): the linear layers,
+    the routed experts only when `experts_bits` is 4; none for LoRA and full fine-tuning."""
+    if w.method != "qlora":
+        return 0.0
+    a = w.arch
+    return a.linear_params - (0.0 if w.quantized_experts else a.expert_params)
+
+
 def base_weight_bytes(w: Workload) -> float:
     """The frozen base of LoRA (16-bit) or QLoRA (NF4 linear layers, 16-bit embeddings,
-    lm_head and norms, section 3.4); the whole model, 16-bit, for full fine-tuning."""
+    lm_head, norms and routers, section 3.4; routed experts NF4 or 16-bit as `experts_bits`
+    says); the whole model, 16-bit, for full fine-tuning."""
     a = w.arch
     if w.method == "qlora":
-        return a.linear_params * NF4_BITS_PER_PARAM / BITS_PER_BYTE + BYTES_16BIT * a.other_params
+        nf4 = quantized_params(w)
+        return nf4 * NF4_BITS_PER_PARAM / BITS_PER_BYTE + BYTES_16BIT * (a.params - nf4)
     return BYTES_16BIT * a.params
 
 
@@ -310,8 +398,11 @@ def _activation_bytes(w: Workload, flash_attention: bool) -> float:  # section 3
     per_token_layer = (
         ACT_BYTES_PER_HIDDEN * a.hidden
         + ACT_BYTES_PER_KV_HIDDEN * a.kv_hidden
-        + ACT_BYTES_PER_INTERMEDIATE * a.intermediate
+        + ACT_BYTES_PER_INTERMEDIATE * a.active_intermediate
     )
+    if a.is_moe:
+        routed = a.moe_layers / a.layers * a.experts_per_token
+        per_token_layer += ROUTED_COPY_BYTES * routed * a.hidden
     if w.profile == "fused":
         per_token_layer *= FUSED_ACTIVATION_FACTOR
     tokens = w.micro_batch * w.seq_len
@@ -333,29 +424,57 @@ def estimate_memory(
     zero_stage: ZeroStage = 3,
     offload: bool = False,
     flash_attention: bool = True,
+    expert_parallel: bool = False,
 ) -> MemoryEstimate:
     """GiB per GPU when the job runs on `n_gpus` GPUs with ZeRO-`zero_stage` (0: DDP; 3: ZeRO-3 /
     FSDP full shard); `offload` keeps the model states in CPU RAM (ZeRO-Offload, FSDP CPU
-    offload) so that only the layers in flight sit on the GPU. `flash_attention` is whether the
-    GPU has the kernels; the workload's own `flash_attention` can still turn them off."""
+    offload) so that only the layers in flight sit on the GPU; `expert_parallel` splits a MoE
+    model's experts over the GPUs instead (`zero_stage` and `offload` then do not apply).
+    `flash_attention` is whether the GPU has the kernels; the workload's own `flash_attention`
+    can still turn them off."""
     _check_count("gpus", n_gpus, 1, MAX_GPUS)
-    return _estimate_memory(w, n_gpus, zero_stage, offload, flash_attention and w.flash_attention)
+    if expert_parallel and not w.arch.is_moe:
+        raise WorkloadError("layout", "expert-parallel needs a mixture-of-experts model")
+    return _estimate_memory(
+        w,
+        n_gpus,
+        zero_stage,
+        offload,
+        flash_attention and w.flash_attention,
+        expert_parallel and n_gpus > 1,
+    )
 
 
 @lru_cache(maxsize=4096)
 def _estimate_memory(
-    w: Workload, n_gpus: int, zero_stage: ZeroStage, offload: bool, flash_attention: bool
+    w: Workload,
+    n_gpus: int,
+    zero_stage: ZeroStage,
+    offload: bool,
+    flash_attention: bool,
+    expert_parallel: bool,
 ) -> MemoryEstimate:
     """Pure, and asked again and again by `min_gpus` (every GPU type, count, layout and
     alternative workload of a ranking): kept per (workload, count, layout, attention kernel)."""
     stage: ZeroStage = 3 if offload else zero_stage
-    weights, grads, optim, sharding, gathered = _states_bytes(w, n_gpus, stage)
+    if expert_parallel:
+        weights, grads, optim = _expert_parallel_bytes(w, n_gpus)
+        sharding: Sharding = "expert-parallel"
+        gathered = offload = False
+    else:
+        weights, grads, optim, sharding, gathered = _states_bytes(w, n_gpus, stage)
     if offload:  # states live in CPU RAM; the GPU holds the layers being computed (section 3.2)
         weights = grads = optim = 0.0
         gathered = True
     gathers = GATHERED_LAYERS * BYTES_16BIT * w.arch.params / w.arch.layers if gathered else 0.0
+    if expert_parallel:  # the split non-expert part of a layer, in flight
+        dense_part = w.arch.params - w.arch.expert_params
+        gathers = GATHERED_LAYERS * BYTES_16BIT * dense_part / w.arch.layers
     acts = _activation_bytes(w, flash_attention)
-    logits = w.micro_batch * w.seq_len * w.arch.vocab * LOGIT_BYTES[w.profile]
+    per_logit = LOGIT_BYTES[w.profile]
+    if expert_parallel:
+        per_logit = min(per_logit, MEGATRON_LOGIT_BYTES)
+    logits = w.micro_batch * w.seq_len * w.arch.vocab * per_logit
     static = weights + grads + optim
     dynamic = acts + logits + gathers
     overhead = (

@@ -267,6 +267,9 @@ def describe_workload(w: Workload) -> dict[str, Any]:
         "packing": w.packing,
         "flash_attention": w.flash_attention,
         "lora_targets": w.lora_targets if w.method != "full" else None,
+        "active_params_b": round(a.active_params / 1e9, 3),
+        "experts_bits": w.experts_bits if w.method == "qlora" and a.is_moe else None,
+        "layout": w.layout,
         "architecture": {
             "hidden_size": round(a.hidden),
             "num_hidden_layers": a.layers,
@@ -276,5 +279,11 @@ def describe_workload(w: Workload) -> dict[str, Any]:
             "num_key_value_heads": a.kv_heads,
             "tie_word_embeddings": a.tied_embeddings,
             "source": a.source,
+            "head_dim": round(a.head_dim) if a.head_dim else None,
+            "num_experts": a.experts if a.is_moe else 0,
+            "num_experts_per_tok": a.experts_per_token if a.is_moe else 0,
+            "moe_intermediate_size": round(a.expert_intermediate) if a.is_moe else 0,
+            "shared_expert_intermediate_size": round(a.shared_intermediate) if a.is_moe else 0,
+            "moe_layers": a.moe_layers if a.is_moe else 0,
         },
     }

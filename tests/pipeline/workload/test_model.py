@@ -610,7 +610,8 @@ def test_a_workload_needs_exactly_one_model_source() -> None:
     ("config", "message"),
     [
         ({"hidden_size": 4096}, "missing"),
-        ({**LLAMA_31_8B_CONFIG, "num_local_experts": 8}, "mixture-of-experts"),
+        ({**LLAMA_31_8B_CONFIG, "num_local_experts": 8, "num_experts_per_tok": 9}, "more than"),
+        ({**LLAMA_31_8B_CONFIG, "num_local_experts": 8, "moe_intermediate_size": 0}, "positive"),
         ({**LLAMA_31_8B_CONFIG, "hidden_size": 0}, "positive integer"),
         ({**LLAMA_31_8B_CONFIG, "num_attention_heads": 30}, "divide"),
     ],
