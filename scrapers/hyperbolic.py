@@ -18,7 +18,8 @@ Quirks (see docs/pages/providers.md and tests/fixtures/README.md):
   `totalAvailable` is an enabled option listed for rent without a count (gpu-index: "unknown,
   never zero"), read as available.
 - `nodes[]` give the hardware per node: `vcpuCount` for VMs, `cpuCount` for bare metal (read as
-  the CPU count as served), `ramGb`, `storageGb`; summed over the option's nodes.
+  the CPU count as served), `ramGb`, `storageGb`; summed over the option's nodes, whose
+  `gpuCount`s must add up to the option's (else a reject: the per-GPU price would be wrong).
 - Regions are Hyperbolic's own ids (`us-east-1`, `eu-north-6`, `uk-southeast-3`, `jp-east-1`),
   placed by their prefix in `data/hyperbolic_regions.csv`. No spot prices are listed.
 """
@@ -117,6 +118,9 @@ def _offers_of(record: Any) -> list[dict[str, Any]]:
     nodes = record.get("nodes") or []
     if not isinstance(nodes, list) or not all(isinstance(node, dict) for node in nodes):
         raise TypeError(f"nodes is not a list of objects: {nodes!r}")
+    node_gpus = _node_sum(nodes, "gpuCount")
+    if node_gpus is not None and node_gpus != record["gpuCount"]:
+        raise ValueError(f"gpuCount {record['gpuCount']!r} is not its nodes' {node_gpus:g} GPUs")
     cents = number("costPerHourCents", record["costPerHourCents"])
     if cents is None:
         raise ValueError("costPerHourCents is null")

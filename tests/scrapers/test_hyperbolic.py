@@ -74,8 +74,9 @@ def test_availability_is_as_stated_and_a_missing_count_is_a_listed_enabled_optio
      ({"gpuType": ""}, "gpuType is not a non-empty string"),
      ({"enabled": "yes"}, "enabled is not true/false"),
      ({"totalAvailable": -1}, "totalAvailable is not a count"),
-     ({"gpuCount": 0}, "gpu_count 0: must be a whole number"),
-     ({"costPerHourCents": 0}, "price must be positive")],
+     ({"gpuCount": 0, "nodes": []}, "gpu_count 0: must be a whole number"),
+     ({"costPerHourCents": 0}, "price must be positive"),
+     ({"gpuCount": 2}, "gpuCount 2 is not its nodes' 1 GPUs")],
 )  # fmt: skip
 def test_a_malformed_option_is_rejected_with_its_reason_and_the_rest_kept(change, reason):
     result = parsed([dict(OPTIONS[0], **change), *OPTIONS[1:]])
