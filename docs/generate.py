@@ -2,9 +2,11 @@
 
 `docs/pages/reference/` is written here before MkDocs collects its files and is never committed
 (`.gitignore`), so a page cannot drift from what it describes:
-- `cli.md` from the CLI itself (each command's `--help`, walked through click);
+- `cli.md` from the CLI itself (`reference_cli.py`: per command its synopsis, description and
+  options table with types and defaults, walked through click);
 - `settings.md` from the `Settings` model (variable, type, default, description);
-- `api.md` from the app's OpenAPI schema (every path and method with its parameters);
+- `api.md` from the app's OpenAPI schema (`reference_api.py`: every path and method with its
+  parameters, request body fields and answer, every schema's fields and every enum's values);
 - `providers.md` from the provider modules (`gpuprices providers --format markdown`);
 - `training.md` from the time model's constants (`pipeline/workload/hours.py`, with the comment
   each carries) and its measured error over the recorded runs the tests score
@@ -22,9 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import typer
-import typer.core
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # MkDocs loads this hook by path: its siblings import as docs.*
+    sys.path.insert(0, str(ROOT))
+
+from docs.markdown_text import cell  # noqa: E402
+
 REFERENCE = ROOT / "docs" / "pages" / "reference"
 ENV_PREFIX = "GPUPRICES_"
 GENERATED_NOTE = (
@@ -55,32 +61,10 @@ def write_reference(folder: Path) -> dict[str, str]:
 
 def cli_reference() -> str:
     from api.cli.commands import app
+    from docs.reference_cli import cli_page
 
     root = typer.main.get_command(app)
-    typer.core.HAS_RICH = False  # plain help text (rich would print it to the terminal)
-    lines = ["# CLI reference\n\n", GENERATED_NOTE]
-    lines.append(
-        "Every command of `gpuprices` with its options, as `gpuprices COMMAND --help` prints "
-        "them.\n\n"
-    )
-    for path, command in _walk(root, ("gpuprices",)):
-        name = " ".join(path)
-        lines.append(f"## `{name}`\n\n")
-        with command.context_class(command, info_name=name, terminal_width=100) as ctx:
-            help_text = command.get_help(ctx)
-        lines.append("```text\n" + help_text.rstrip() + "\n```\n\n")
-    return "".join(lines)
-
-
-def _walk(command: Any, path: tuple[str, ...]):
-    """The command and every subcommand under it (typer's click commands: groups list theirs)."""
-    yield path, command
-    if hasattr(command, "list_commands"):
-        ctx = command.context_class(command)
-        for name in command.list_commands(ctx):
-            sub = command.get_command(ctx, name)
-            if sub is not None and not sub.hidden:
-                yield from _walk(sub, (*path, name))
+    return cli_page(root, "gpuprices", "# CLI reference\n\n" + GENERATED_NOTE)
 
 
 def settings_reference() -> str:
@@ -97,7 +81,7 @@ def settings_reference() -> str:
         default = field.get_default(call_default_factory=True)
         lines.append(
             f"| `{ENV_PREFIX}{name.upper()}` | {_type_name(field.annotation)} | "
-            f"{_cell(_default_text(default))} | {_cell(field.description or '')} |\n"
+            f"{cell(_default_text(default))} | {cell(field.description or '')} |\n"
         )
     return "".join(lines)
 
@@ -105,7 +89,7 @@ def settings_reference() -> str:
 def _type_name(annotation: Any) -> str:
     simple = getattr(annotation, "__name__", None)
     text = str(annotation) if simple is None or getattr(annotation, "__args__", None) else simple
-    return _cell(text.replace("typing.", "").replace("pathlib.", ""))
+    return cell(text.replace("typing.", "").replace("pathlib.", ""))
 
 
 def _default_text(value: Any) -> str:
@@ -123,49 +107,15 @@ def _default_text(value: Any) -> str:
     return f"`{value}`"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def api_reference() -> str:
     from api.app import create_app
+    from docs.reference_api import api_page
     from pipeline.settings import Settings
 
     with tempfile.TemporaryDirectory() as folder:
         app = create_app(Settings(db=Path(folder) / "docs.duckdb", scheduler=False))
         schema = app.openapi()
-    lines = ["# REST API reference\n\n", GENERATED_NOTE]
-    lines.append(
-        f"{schema['info'].get('description', '')}\n\n"
-        "The running service serves this schema at `/openapi.json`, with Swagger UI at `/docs` "
-        "and ReDoc at `/redoc`.\n\n"
-    )
-    for path, operations in schema["paths"].items():
-        for method, operation in operations.items():
-            lines.append(f"## `{method.upper()} {path}`\n\n")
-            summary = operation.get("summary") or ""
-            description = (operation.get("description") or "").strip()
-            if summary:
-                lines.append(f"**{summary}**\n\n")
-            if description:
-                lines.append(description + "\n\n")
-            parameters = operation.get("parameters") or []
-            if parameters:
-                lines.append("| Parameter | In | Type | Description |\n|---|---|---|---|\n")
-                for parameter in parameters:
-                    kind = parameter.get("schema", {})
-                    type_name = kind.get("type") or " or ".join(
-                        option.get("type", "?") for option in kind.get("anyOf", [])
-                    )
-                    lines.append(
-                        f"| `{parameter['name']}` | {parameter['in']} | {type_name} | "
-                        f"{_cell(parameter.get('description') or '')} |\n"
-                    )
-                lines.append("\n")
-            if "requestBody" in operation:
-                content = ", ".join(operation["requestBody"].get("content", {}))
-                lines.append(f"Request body: {content}.\n\n")
-    return "".join(lines)
+    return api_page(schema, "# REST API reference\n\n" + GENERATED_NOTE)
 
 
 def providers_reference() -> str:
@@ -199,7 +149,7 @@ def training_reference() -> str:
             shown = json.dumps(sorted(value))
         else:
             shown = repr(value)
-        lines.append(f"| `{name}` | `{_cell(shown)}` | {_cell(note)} |\n")
+        lines.append(f"| `{name}` | `{cell(shown)}` | {cell(note)} |\n")
     lines.append(_error_tables())
     return "".join(lines)
 
@@ -229,8 +179,6 @@ def _constant_notes(source: str) -> dict[str, str]:
 
 
 def _error_tables() -> str:
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     from tests.pipeline.workload.test_hours import CHECKS, PUBLIC, WITHIN, score
 
     out = []

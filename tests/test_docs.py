@@ -82,3 +82,82 @@ def test_a_changed_setting_default_shows_in_the_next_build(monkeypatch: pytest.M
     monkeypatch.setattr(Settings.model_fields["port"], "default", 8123)
     row = next(line for line in settings_reference().splitlines() if "`GPUPRICES_PORT`" in line)
     assert re.search(r"\b8123\b", row)
+
+
+def _sections(markdown: str) -> dict[str, str]:
+    """`## \\`NAME\\`` heading -> the text under it, up to the next such heading."""
+    parts = re.split(r"^## `([^`]+)`\n", markdown, flags=re.MULTILINE)
+    return {name: text.lstrip("\n") for name, text in zip(parts[1::2], parts[2::2], strict=True)}
+
+
+def test_the_api_reference_lists_every_request_body_field_and_every_enum_value(
+    tmp_path: Path,
+) -> None:
+    from api.app import create_app
+    from docs.generate import api_reference
+    from pipeline.settings import Settings
+
+    schema = create_app(Settings(db=tmp_path / "docs.duckdb", scheduler=False)).openapi()
+    components = schema["components"]["schemas"]
+    page = api_reference()
+    sections = _sections(page)
+    missing = []
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            for content in operation.get("requestBody", {}).get("content", {}).values():
+                body = components[content["schema"]["$ref"].rsplit("/", 1)[1]]
+                text = sections[f"{method.upper()} {path}"]
+                missing += [
+                    f"{method.upper()} {path} {name}"
+                    for name in body["properties"]
+                    if f"| `{name}`" not in text
+                ]
+    assert missing == []
+    enums = {name: s["enum"] for name, s in components.items() if "enum" in s}
+    assert enums  # Pricing, FormFactor, AlertKind...
+    for name, options in enums.items():
+        assert f"One of {', '.join(f'`{v}`' for v in options)}." in page, name
+    offers = sections["GET /offers"]
+    assert "| `pricing` | query | one of `on_demand`, `spot` or null |" in offers
+    assert "| `limit` | query | integer (1–10,000) or null |" in offers
+    assert not re.search(r"\| \?|\? or ", page)  # no type left unknown
+
+
+def test_a_schema_type_reads_as_words() -> None:
+    from docs.reference_api import type_text
+
+    components = {"Pricing": {"enum": ["on_demand", "spot"]}, "OfferOut": {"type": "object"}}
+    assert type_text({"$ref": "#/components/schemas/Pricing"}, components) == (
+        "one of `on_demand`, `spot`"
+    )
+    assert type_text({"$ref": "#/components/schemas/OfferOut"}, components) == (
+        "[`OfferOut`](#offerout)"
+    )
+    array = {"type": "array", "items": {"$ref": "#/components/schemas/OfferOut"}}
+    assert type_text(array, components) == "array of [`OfferOut`](#offerout)"
+    number = {"type": "number", "exclusiveMinimum": 0, "maximum": 1e6}
+    ranged = {"anyOf": [number, {"type": "null"}]}
+    assert type_text(ranged, components) == "number (> 0, ≤ 1,000,000) or null"
+    assert type_text({"type": "string", "format": "date-time"}, components) == (
+        "string (date-time)"
+    )
+
+
+def test_the_cli_reference_reads_as_a_page_with_an_options_table_per_command() -> None:
+    from docs.generate import cli_reference
+
+    page = cli_reference()
+    sections = _sections(page)
+    assert {name for name, _ in _commands()} == set(sections)
+    for name, text in sections.items():
+        assert f"```text\nUsage: {name}" in text, name  # the synopsis
+        assert "Options:" not in text and "--help  Show" not in text  # not a help dump
+    quote = sections["gpuprices quote"]
+    assert quote.startswith("What a fine-tuning job needs")  # the description first
+    assert "| `--top` | integer (1–10,000) | `10` |" in quote
+    assert "| `--method` | one of `full`, `lora`, `qlora` |" in quote
+    assert "| `--grad-ckpt` / `--no-grad-ckpt` | flag | `--grad-ckpt` |" in quote
+    assert "| `-p`, `--provider` | text, repeatable |" in sections["gpuprices offers"]
+    assert "[`add`](#gpuprices-alerts-add)" in sections["gpuprices alerts"]
+    code = re.findall(r"```text\n(.*?)```", page, flags=re.DOTALL)
+    assert max(len(line) for block in code for line in block.splitlines()) <= 100
