@@ -1,4 +1,5 @@
-"""The API's read answers as Model Context Protocol tools: `offers`, `quote`, `history`, `market`.
+"""The API's read answers as Model Context Protocol tools: `offers`, `quote`, `models`, `history`,
+`market`.
 
 A coding agent asks "where should I fine-tune this, and for how much?" through MCP (the official
 Python SDK's low-level server). Each tool is one route of the REST API, and nothing else:
@@ -76,6 +77,14 @@ TOOLS: tuple[ApiTool, ...] = (
         "Where a fine-tuning job runs cheapest now: give a model (or params_b), a method "
         "(full, lora, qlora) and tokens; get the memory it needs, the GPUs, layout, hours and "
         "total cost per offer, ranked, with the reasons offers were skipped.",
+    ),
+    ApiTool(
+        "models",
+        "GET",
+        "/models",
+        "The models a quote knows by name: each with its Hugging Face id, total and active "
+        "parameters (B), dense or mixture-of-experts, context length (max_position_embeddings) "
+        "and the config.json it comes from.",
     ),
     ApiTool(
         "history",

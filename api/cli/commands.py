@@ -22,6 +22,7 @@ from api.cli.common import (
 )
 from api.cli.index import index_command, market_command
 from api.cli.mcp import mcp
+from api.cli.models import models
 from api.cli.offers import FormatOption, OutputFormat, gpus, offers
 from api.cli.providers import providers
 from api.cli.quality import quality
@@ -52,6 +53,7 @@ app.command()(serve)
 app.command()(demo)
 app.command()(mcp)
 app.command()(quality)
+app.command()(models)
 
 
 class Interval(StrEnum):

@@ -13,7 +13,6 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from api.rest.schemas import OfferOut
 from api.rest.schemas_index import QuoteHistoryOut, quote_history_out
 from pipeline.market.scope import Name, OfferScope, front_end_model
-from pipeline.workload.architectures import known_models
 from pipeline.workload.model import MAX_SEQ_LEN, MemoryEstimate, Workload
 from pipeline.workload.quotes import (
     QUOTE_SCOPE,
@@ -29,8 +28,6 @@ __all__ = [
     "FitOut",
     "HardwareOut",
     "MemoryOut",
-    "ModelOut",
-    "ModelsPage",
     "QuoteIn",
     "QuoteOut",
     "QuotesOut",
@@ -40,7 +37,6 @@ __all__ = [
     "WorkloadQuery",
     "bounded_json",
     "hardware_out",
-    "models_page",
     "quotes_out",
 ]
 
@@ -324,19 +320,6 @@ class HardwareOut(BaseModel):
     fit: FitOut
 
 
-class ModelOut(ArchitectureOut):
-    """A known model: its name and size, then the shape `ArchitectureOut` describes."""
-
-    name: str
-    params_b: float
-    aliases: list[str]
-
-
-class ModelsPage(BaseModel):
-    models: list[ModelOut]
-    count: int
-
-
 def memory_out(memory: MemoryEstimate) -> MemoryOut:
     return MemoryOut.model_validate(memory, from_attributes=True)
 
@@ -379,23 +362,3 @@ def hardware_out(workload: Workload, check: HardwareCheck) -> HardwareOut:
             notes=list(check.notes),
         ),
     )
-
-
-def models_page() -> ModelsPage:
-    models = [
-        ModelOut(
-            name=a.name,
-            params_b=round(a.params_b, 3),
-            hidden_size=int(a.hidden),
-            num_hidden_layers=a.layers,
-            intermediate_size=int(a.intermediate),
-            vocab_size=a.vocab,
-            num_attention_heads=a.heads,
-            num_key_value_heads=a.kv_heads,
-            tie_word_embeddings=a.tied_embeddings,
-            aliases=list(a.aliases),
-            source=a.source,
-        )
-        for a in known_models()
-    ]
-    return ModelsPage(models=models, count=len(models))

@@ -6,8 +6,9 @@ section 2), and their mixture-of-experts forms: some or all layers replace the M
 experts of width I_e (k of them per token), a router and optional shared experts (Qwen3-MoE,
 gpt-oss, Mixtral, Llama-4, DeepSeek-V3, Kimi-K2, GLM-4.5). `head_dim` is read where it is not
 hidden / heads (Qwen3, Gemma-3, gpt-oss), and DeepSeek's multi-head latent attention (MLA) from its
-low-rank fields. Known models live in `pipeline/data/models.csv`, each row copied from the model's
-Hugging Face `config.json`.
+low-rank fields. Known models live in `pipeline/data/models.csv`: each row is its model's
+`config.json` fields under their Hugging Face names, read by `from_config` exactly as a given or
+fetched `config.json` is (one path), beside the model card's own counts (`KnownModel`).
 
 Parameter counts: total P counts attention, every expert, routers, dense MLPs, embeddings and
 norms. Active parameters (`active_params`) count what one token runs through, without the input
@@ -25,17 +26,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import Any, Literal
 
 from pipeline.errors import WorkloadError
 
 __all__ = [
+    "ActiveCounts",
     "Architecture",
+    "KnownModel",
     "Mla",
+    "catalog",
     "fallback_architecture",
     "from_config",
     "known_models",
     "lookup_model",
+    "model_key",
 ]
 
 _NORMS_PER_LAYER = 2
@@ -68,6 +73,16 @@ EXPERT_COUNT_KEYS = ("num_experts", "num_local_experts", "n_routed_experts")
 _MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 SWIGLU_MATRICES = 3
 """gate, up and down projections of a SwiGLU MLP or expert."""
+_TEXT_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
+    # transformers' Gemma3TextConfig defaults, which a saved config.json leaves out
+    # (configuration_gemma3.py: vocab_size 262_208, head_dim 256, tie_word_embeddings True)
+    "gemma3_text": {"vocab_size": 262_208, "head_dim": 256, "tie_word_embeddings": True},
+}
+
+ActiveCounts = Literal["all", "no_input_embedding", "no_embeddings"]
+"""What a model card's active-parameter count includes: everything a token uses (Qwen, Meta,
+DeepSeek), everything but the input embedding (OpenAI's gpt-oss), or neither embedding matrix
+(Z.ai's GLM)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +128,8 @@ class Architecture:
     shared_intermediate: float = 0.0
     moe_layers: int = 0
     mla: Mla | None = None
+    context_length: int | None = None
+    """`max_position_embeddings`: the longest sequence the model was built for, tokens."""
 
     @property
     def is_moe(self) -> bool:
@@ -309,6 +326,7 @@ def _build(
         aliases,
         head_dim=head_dim if head_dim and head_dim * heads != hidden else None,
         mla=mla,
+        context_length=_int(values, "max_position_embeddings") or None,
     )
     if experts:
         expert_width = _int(values, "moe_intermediate_size") or inter
@@ -335,20 +353,91 @@ def _build(
     return replace(base, params=params)
 
 
-def _truthy(text: str) -> bool:
-    return text.strip().lower() in {"true", "1", "yes"}
+@dataclass(frozen=True, slots=True)
+class KnownModel:
+    """A catalog row: the architecture its config gives, and what its model card publishes."""
+
+    arch: Architecture
+    hub_id: str | None
+    """The Hugging Face id the row's config.json comes from (its first `owner/name` alias)."""
+    published_total_b: float
+    published_active_b: float | None
+    published_active_counts: ActiveCounts | None
+    vision_params_b: float
+    """A multimodal model's vision encoder, in the card's total, not in the text decoder."""
+
+    def active_params_counting(self, counts: ActiveCounts) -> float:
+        """The computed active count, counted as a card counts it (`ActiveCounts`)."""
+        a = self.arch
+        embedding = a.vocab * a.hidden
+        if counts == "all":
+            return a.active_params_incl_embedding
+        untied_input = 0.0 if a.tied_embeddings else embedding
+        if counts == "no_input_embedding":
+            return a.active_params_incl_embedding - untied_input
+        return a.active_params_incl_embedding - untied_input - embedding
+
+    @property
+    def published_active_computed(self) -> float | None:
+        counts = self.published_active_counts
+        return None if counts is None else self.active_params_counting(counts)
+
+
+_CATALOG_ONLY = frozenset(
+    {
+        "name",
+        "aliases",
+        "source",
+        "vision_params_b",
+        "published_total_b",
+        "published_active_b",
+        "published_active_counts",
+    }
+)
+"""Columns of models.csv that are not config.json fields."""
+
+
+def _config_row(row: Mapping[str, str]) -> dict[str, Any]:
+    """A models.csv row as the config.json mapping it was copied from (empty cells absent)."""
+    config: dict[str, Any] = {}
+    for key, text in row.items():
+        if key in _CATALOG_ONLY or not text:
+            continue
+        lowered = text.strip().lower()
+        config[key] = lowered == "true" if lowered in ("true", "false") else int(text)
+    return config
+
+
+def _optional_float(text: str) -> float | None:
+    return float(text) if text else None
+
+
+@cache
+def catalog() -> tuple[KnownModel, ...]:
+    """The rows of `pipeline/data/models.csv`, each read through `from_config`, once."""
+    text = resources.files("pipeline.data").joinpath("models.csv").read_text(encoding="utf-8")
+    models = []
+    for row in csv.DictReader(text.splitlines()):
+        aliases = tuple(a for a in row["aliases"].split("|") if a)
+        arch = from_config(_config_row(row), name=row["name"])
+        counts = row["published_active_counts"] or None
+        models.append(
+            KnownModel(
+                arch=replace(arch, source=row["source"], aliases=aliases),
+                hub_id=next((a for a in aliases if "/" in a), None),
+                published_total_b=float(row["published_total_b"]),
+                published_active_b=_optional_float(row["published_active_b"]),
+                published_active_counts=counts,  # type: ignore[arg-type]
+                vision_params_b=_optional_float(row["vision_params_b"]) or 0.0,
+            )
+        )
+    return tuple(models)
 
 
 @cache
 def known_models() -> tuple[Architecture, ...]:
-    """The rows of `pipeline/data/models.csv`, read once on first use."""
-    text = resources.files("pipeline.data").joinpath("models.csv").read_text(encoding="utf-8")
-    models = []
-    for row in csv.DictReader(text.splitlines()):
-        values = {**row, "tie_word_embeddings": _truthy(row["tie_word_embeddings"])}
-        aliases = tuple(a for a in row["aliases"].split("|") if a)
-        models.append(_build(row["name"], values, row["source"], aliases))
-    return tuple(models)
+    """The catalog's architectures, in its order."""
+    return tuple(m.arch for m in catalog())
 
 
 def model_key(name: str) -> str:
@@ -366,7 +455,8 @@ def _by_key() -> dict[str, Architecture]:
 
 
 def lookup_model(name: str) -> Architecture:
-    """A known model by name or alias; `WorkloadError` on `model` with the closest names."""
+    """A catalog model by name, alias or Hub id, case-insensitively; `WorkloadError` on `model`
+    with the closest names."""
     arch = _by_key().get(model_key(name))
     if arch is not None:
         return arch
@@ -376,7 +466,8 @@ def lookup_model(name: str) -> Architecture:
     closest = [by_key[m] for m in matches]
     raise WorkloadError(
         "model",
-        f"unknown model '{name}' (see GET /models; or give a config.json or params_b)",
+        f"unknown model '{name}' (see GET /models; or give a Hugging Face id owner/name, a "
+        "config.json or params_b)",
         closest,
     )
 
@@ -408,6 +499,7 @@ def from_config(config: Mapping[str, Any], name: str | None = None) -> Architect
                 else {}
             ),
         }
+    config = {**_TEXT_DEFAULTS.get(str(config.get("model_type")), {}), **config}
     missing = [k for k in _CONFIG_KEYS if k not in config]
     if missing:
         raise WorkloadError("config", f"missing {', '.join(missing)}")

@@ -1,5 +1,5 @@
 """The MCP tools, asked with the official SDK's client over stdio (`gpuprices mcp`) and over
-streamable HTTP (`serve`'s `/mcp`): they list the four tools with the API's input schemas, answer
+streamable HTTP (`serve`'s `/mcp`): they list the five tools with the API's input schemas, answer
 as the API answers, and turn a bad argument into a tool error with the API's reason."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from tests.conftest import FIXTURES, OBSERVED_AT, free_port
 from warehouse import Warehouse
 
 ROOT = Path(__file__).resolve().parents[2]
-TOOLS = {"offers", "quote", "history", "market"}
+TOOLS = {"offers", "quote", "models", "history", "market"}
 JOB = {"model": "Llama-3.1-8B", "method": "qlora", "tokens": "50M"}
 
 
@@ -136,9 +136,10 @@ def test_http_tools_at_slash_mcp_answer_as_the_api(served: str) -> None:
     with httpx.Client(base_url=served) as http:
         expected = http.get("/offers", params={"gpu": "A100-80GB"}).json()
         history = http.get("/prices/history", params={"gpu": "A100-80GB"}).json()
+        catalog = http.get("/models").json()
         openapi = http.get("/openapi.json").json()
 
-    listed, (offers, past, bad, unknown) = anyio.run(
+    listed, (offers, past, bad, unknown, models) = anyio.run(
         _ask,
         f"{served}/mcp",
         [
@@ -146,10 +147,13 @@ def test_http_tools_at_slash_mcp_answer_as_the_api(served: str) -> None:
             ("history", {"gpu": "A100-80GB"}),
             ("history", {"gpu": "A100-80GB", "interval": "3h"}),
             ("nonexistent", {}),
+            ("models", {}),
         ],
     )
     _check_tools(listed, openapi)
     assert offers.structured_content["offers"] == expected["offers"]
+    assert models.structured_content == catalog
+    assert {"Qwen3-30B-A3B", "gpt-oss-120b"} <= {m["name"] for m in catalog["models"]}
     assert past.structured_content["series"] == history["series"]
     assert bad.is_error and "interval" in bad.content[0].text
     assert unknown.is_error

@@ -12,14 +12,13 @@ from fastapi import APIRouter, Query, Response
 from pydantic import TypeAdapter
 
 from api.rest.deps import OffloadDep, WarehouseDep
+from api.rest.schemas_models import ModelsPage, models_page
 from api.rest.schemas_quotes import (
-    ModelsPage,
     QuoteIn,
     QuoteOut,
     QuotesOut,
     TaskIn,
     WorkloadQuery,
-    models_page,
     quotes_out,
 )
 from pipeline.workload.quotes import QuoteRequest, quote_offers
@@ -90,7 +89,8 @@ async def best_offer(
     return await offload(lambda: _quote(warehouse, query.request()))
 
 
-@router.get("/models", response_model=ModelsPage, summary="Known model architectures")
+@router.get("/models", response_model=ModelsPage, summary="The model catalog")
 def list_models() -> ModelsPage:
-    """Models known by name; any other dense decoder can be given as its `config.json`."""
+    """The catalog: each model with its total and active parameters, dense or MoE, context
+    length and source. A quote also takes a `config.json` of a model not listed."""
     return models_page()

@@ -103,7 +103,12 @@ def test_models_lists_the_known_architectures(quotes_client):
     body = quotes_client.get("/models").json()
     names = {m["name"] for m in body["models"]}
     assert {"Llama-3.1-8B", "Llama-3.1-70B", "Qwen2.5-72B", "Mistral-7B"} <= names
+    assert {"Qwen3-30B-A3B", "gpt-oss-120b", "DeepSeek-V3", "Gemma-3-27B"} <= names
     assert body["count"] == len(body["models"])
+    deepseek = next(m for m in body["models"] if m["name"] == "DeepSeek-V3")
+    assert deepseek["kind"] == "moe" and deepseek["context_length"] == 163840
+    assert abs(deepseek["total_params_b"] - 671) / 671 < 0.03
+    assert abs(deepseek["active_params_b"] - 37) / 37 < 0.03
 
 
 @pytest.mark.parametrize(
