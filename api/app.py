@@ -12,6 +12,7 @@ from fastapi import Depends, FastAPI
 from starlette.middleware.gzip import GZipMiddleware
 
 from api.mcp_mount import install_mcp, mcp_sessions
+from api.rest.ambient import AmbientAuthorityMiddleware
 from api.rest.docs import install_offline_docs
 from api.rest.middleware import BodyLimitMiddleware, HeadAsGetMiddleware, known_query_only
 from api.rest.problems import install_problem_handlers
@@ -102,6 +103,7 @@ def create_app(
 
     install_problem_handlers(app)
     app.add_middleware(BodyLimitMiddleware)
+    app.add_middleware(AmbientAuthorityMiddleware)  # no key: writes from loopback pages only
     app.add_middleware(HeadAsGetMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(

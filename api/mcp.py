@@ -205,12 +205,13 @@ def mcp_server(openapi: Callable[[], Mapping[str, Any]], client: ClientFactory) 
 def http_sessions(server: Server[Any], host: str) -> StreamableHTTPSessionManager:
     """The streamable HTTP transport's session manager for `server` (its `asgi_app` answers
     `/mcp`; its `run()` must be entered first). On a loopback address, Host and Origin are
-    checked against loopback names (DNS rebinding), as the SDK does."""
+    checked against loopback names (DNS rebinding), as the SDK does. Without an API key, the
+    app's `api.rest.ambient` check also stands in front of `/mcp`, whatever the address."""
     security = None
     if host in LOOPBACK_HOSTS:
         security = TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
-            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "testserver"],
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
     return StreamableHTTPSessionManager(app=server, security_settings=security)

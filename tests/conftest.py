@@ -17,6 +17,9 @@ hypothesis_settings.load_profile("gpuprices")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OBSERVED_AT = datetime(2026, 1, 1, tzinfo=UTC)
+LOOPBACK_URL = "http://127.0.0.1:8000"
+"""Base URL of test clients that write: a server without an API key takes writes from a loopback
+`Host` only (`api.rest.ambient`), and TestClient's default host is `testserver`."""
 
 
 def free_port() -> int:

@@ -6,7 +6,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES, OBSERVED_AT
+from tests.conftest import FIXTURES, LOOPBACK_URL, OBSERVED_AT
 
 
 @pytest.fixture
@@ -22,5 +22,7 @@ def collected(warehouse):
 
 @pytest.fixture
 def client(collected, db_path):
-    with TestClient(create_app(Settings(db=db_path, scheduler=False), collected)) as test_client:
+    with TestClient(
+        create_app(Settings(db=db_path, scheduler=False), collected), base_url=LOOPBACK_URL
+    ) as test_client:
         yield test_client

@@ -18,7 +18,7 @@ from warehouse import Warehouse
 
 loaded = lambda: sorted(m for m in sys.modules if m == "mcp" or m.startswith("mcp."))
 app = create_app(Settings(scheduler=False), Warehouse.open(":memory:"))
-with TestClient(app) as client:
+with TestClient(app, base_url="http://127.0.0.1:8000") as client:
     assert client.get("/healthz").status_code == 200
     before = loaded()
     initialize = {

@@ -12,6 +12,7 @@ from api.rest.deps import get_resolver
 from api.rest.middleware import BODY_LIMITS_BYTES, DEFAULT_BODY_LIMIT_BYTES
 from api.rest.problems import PROBLEM_MEDIA_TYPE
 from pipeline.settings import Settings
+from tests.conftest import LOOPBACK_URL
 
 MB = 1024 * 1024
 PUBLIC_ADDRESS = "93.184.215.14"  # what example.com resolves to; nothing is sent in these tests
@@ -34,7 +35,7 @@ WORKLOAD_ALERT = {
 def client(db_path):
     app = create_app(Settings(db=db_path, scheduler=False))
     app.dependency_overrides[get_resolver] = lambda: lambda host, port: [PUBLIC_ADDRESS]
-    with TestClient(app, raise_server_exceptions=False) as test_client:
+    with TestClient(app, base_url=LOOPBACK_URL, raise_server_exceptions=False) as test_client:
         yield test_client
 
 

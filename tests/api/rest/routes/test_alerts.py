@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from api.rest.deps import get_resolver
 from pipeline.settings import Settings
+from tests.conftest import LOOPBACK_URL
 from tests.pipeline.alerts.receiver import Answer, receiving
 
 KEY = "k3y-for-alert-management"
@@ -30,7 +31,7 @@ def price_alert(url: str, **extra) -> dict:
 def app_client(collected, db_path):
     settings = Settings(db=db_path, scheduler=False, allow_private_webhooks=True)
     app = create_app(settings, collected, clock=lambda: datetime.now(UTC))
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOOPBACK_URL) as client:
         yield client
 
 
@@ -40,7 +41,7 @@ def strict_client(collected, db_path):
     settings = Settings(db=db_path, scheduler=False, api_key=KEY)
     app = create_app(settings, collected)
     app.dependency_overrides[get_resolver] = lambda: lambda host, port: ["93.184.215.14"]
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOOPBACK_URL) as client:
         yield client
 
 
@@ -203,7 +204,7 @@ def limited_client(collected, db_path, **settings) -> TestClient:
     app = create_app(
         Settings(db=db_path, scheduler=False, allow_private_webhooks=True, **settings), collected
     )
-    return TestClient(app, client=("127.0.0.1", 50000))
+    return TestClient(app, base_url=LOOPBACK_URL, client=("127.0.0.1", 50000))
 
 
 def test_rules_past_the_limit_are_a_422_saying_how_to_make_room(collected, db_path):
@@ -244,9 +245,9 @@ def test_without_a_key_a_server_listening_beyond_loopback_refuses_other_machines
     settings = Settings(db=db_path, scheduler=False, host="0.0.0.0", allow_private_webhooks=True)
     app = create_app(settings, collected)
     body = price_alert("http://127.0.0.1:9/") if method == "POST" else None
-    with TestClient(app, client=("203.0.113.9", 50000)) as elsewhere:
+    with TestClient(app, base_url=LOOPBACK_URL, client=("203.0.113.9", 50000)) as elsewhere:
         refused = elsewhere.request(method, path, json=body)
-    with TestClient(app, client=("127.0.0.1", 50000)) as here:
+    with TestClient(app, base_url=LOOPBACK_URL, client=("127.0.0.1", 50000)) as here:
         allowed = here.request(method, path, json=body)
     assert refused.status_code == 403 and "GPUPRICES_API_KEY" in refused.json()["detail"]
     assert allowed.status_code in (200, 201)

@@ -8,7 +8,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from api.rest.middleware import BODY_LIMITS_BYTES, DEFAULT_BODY_LIMIT_BYTES
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, LOOPBACK_URL
 
 LOOPBACK = ("127.0.0.1", 50000)
 ELSEWHERE = ("203.0.113.9", 50000)
@@ -17,7 +17,7 @@ VAST = ("replay", ("vastai.json", (FIXTURES / "vastai_bundles.json").read_bytes(
 
 def client(warehouse, db_path, address, **settings) -> TestClient:
     app = create_app(Settings(db=db_path, scheduler=False, **settings), warehouse)
-    return TestClient(app, client=address)
+    return TestClient(app, base_url=LOOPBACK_URL, client=address)
 
 
 def test_a_loopback_client_makes_the_server_replay_the_uploaded_body(warehouse, db_path):
@@ -144,7 +144,7 @@ def test_a_malformed_or_empty_body_is_a_4xx_and_collects_nothing(
     app = create_app(
         Settings(db=db_path, scheduler=False), warehouse, client_factory=client_factory
     )
-    with TestClient(app, client=LOOPBACK) as api:
+    with TestClient(app, base_url=LOOPBACK_URL, client=LOOPBACK) as api:
         response = api.post("/collections", content=body, headers={"Content-Type": content_type})
     assert 400 <= response.status_code < 500, response.text
     assert no_runs(warehouse) == 0
