@@ -42,7 +42,7 @@ import httpx
 import orjson
 
 from scrapers.base import Credentials, data_rows, fetch_bytes
-from scrapers.batch import OfferBatch
+from scrapers.batch import RECORD_ERRORS, OfferBatch
 from scrapers.errors import ProviderHTTPError, ProviderPayloadError
 from scrapers.machines import Machine, machines_of
 from scrapers.models import ParseResult, Pricing, reason_of
@@ -124,6 +124,10 @@ def replay_directory(directory: Path) -> Callable[[httpx.Request], httpx.Respons
     return answer
 
 
+MAX_RAW_CHARS = 10_000
+"""Of a malformed answer kept as a reject, its first characters."""
+
+
 def _decoded(answer: bytes | str) -> Any:
     raw = answer.encode() if isinstance(answer, str) else answer
     wrapped = _JSONP.match(raw)
@@ -136,21 +140,30 @@ def _decoded(answer: bytes | str) -> Any:
 
 
 def _answers(payload: bytes) -> list[Any]:
-    """The decoded answers: those of fetch's document, or the one recorded answer given."""
+    """The answers: those of fetch's document (each still text), or the one recorded answer
+    given (decoded)."""
     body = _decoded(payload)
     if isinstance(body, dict) and isinstance(body.get("answers"), list):
-        return [_decoded(answer) for answer in body["answers"]]
+        return list(body["answers"])
     return [body]
 
 
-def _records(answer: Any) -> Iterator[tuple[Pricing, str, str, Any]]:
-    """(pricing, region, instance type, price as served) of one answer, by its shape."""
+Record = tuple[Pricing | None, Any, Any, Any]
+"""(pricing, region, instance type, the record as served); pricing None: a malformed part of
+an answer, its region the reason."""
+
+
+def _records(answer: Any) -> Iterator[Record]:
+    """The records of one answer, by its shape; a part of the wrong type is one malformed
+    record (rejected with its reason), never an exception that fails the other answers."""
     if isinstance(answer, dict) and isinstance(answer.get("regions"), dict):
-        code_of = {location: code for code, location in LOCATIONS.items()}
         for location, entries in answer["regions"].items():
-            for entry in (entries or {}).values():
+            if not isinstance(entries, dict):
+                yield None, f"price list of {location!r} is not an object", None, entries
+                continue
+            for entry in entries.values():
                 region = entry.get("Location", location) if isinstance(entry, dict) else location
-                yield Pricing.ON_DEMAND, code_of.get(region, region), _type_of(entry), entry
+                yield Pricing.ON_DEMAND, _code_of(region), _type_of(entry), entry
         return
     config = answer.get("config") if isinstance(answer, dict) else None
     if not isinstance(config, dict) or not isinstance(config.get("regions"), list):
@@ -159,28 +172,64 @@ def _records(answer: Any) -> Iterator[tuple[Pricing, str, str, Any]]:
             f"feed ('config.regions' list) of {SPOT_URL}"
         )
     for region in config["regions"]:
-        for group in region.get("instanceTypes") or []:
-            for size in group.get("sizes") or []:
-                yield Pricing.SPOT, region.get("region"), size.get("size"), size
+        code = region.get("region") if isinstance(region, dict) else None
+        groups = region.get("instanceTypes") if isinstance(region, dict) else region
+        if not isinstance(groups, list | None):
+            yield None, f"spot region {code!r}: instanceTypes is not a list", None, region
+            continue
+        for group in groups or []:
+            sizes = group.get("sizes") if isinstance(group, dict) else group
+            if not isinstance(sizes, list | None):
+                yield None, f"spot region {code!r}: sizes is not a list", None, group
+                continue
+            for size in sizes or []:
+                kind = size.get("size") if isinstance(size, dict) else None
+                yield Pricing.SPOT, code, kind, size
+
+
+def _code_of(location: Any) -> Any:
+    """The region code of a price list's location name; an unknown name stays as served (its
+    record is rejected: `fetch` asks only `LOCATIONS`)."""
+    codes = {name: code for code, name in LOCATIONS.items()}
+    return codes.get(location, location) if isinstance(location, str) else location
 
 
 def _type_of(entry: Any) -> Any:
     return entry.get("Instance Type") if isinstance(entry, dict) else None
 
 
+def _records_of(answers: list[Any]) -> list[tuple[Pricing | None, Any, Any, bytes]]:
+    """Every answer's records, each once; with several answers, one that is not JSON or of
+    neither shape is one malformed record (the others are read), alone it fails the parse."""
+    records: list[tuple[Pricing | None, Any, Any, bytes]] = []
+    for n, answer in enumerate(answers, start=1):
+        try:
+            decoded = _decoded(answer) if isinstance(answer, str | bytes) else answer
+            found = list(_records(decoded))
+        except ProviderPayloadError as exc:
+            if len(answers) == 1:
+                raise
+            found = [(None, f"answer {n}: {exc}", None, str(answer)[:MAX_RAW_CHARS])]
+        for pricing, region, kind, raw in found:
+            if pricing is not None and not all(isinstance(v, str | None) for v in (region, kind)):
+                pricing, region, kind = None, "region or instance type is not text", None
+            records.append((pricing, region, kind, orjson.dumps(raw)))
+    return list(dict.fromkeys(records))
+
+
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
-    records = list(dict.fromkeys(
-        (pricing, region, kind, orjson.dumps(raw)) for answer in _answers(payload)
-        for pricing, region, kind, raw in _records(answer)
-    ))  # fmt: skip
+    records = _records_of(_answers(payload))
     batch = OfferBatch(
         NAME, observed_at, raw_of=lambda i: records[i][3].decode(),
-        id_of=lambda i: f"{records[i][2]}@{records[i][1]}",
+        id_of=lambda i: f"{records[i][2]}@{records[i][1]}" if records[i][0] else None,
     )  # fmt: skip
     for i, (pricing, region, instance_type, raw) in enumerate(records):
+        if pricing is None:
+            batch.reject(i, str(region))
+            continue
         try:
             batch.add(i, _offers_of(pricing, region, instance_type, orjson.loads(raw)))
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except RECORD_ERRORS as exc:
             batch.reject(i, reason_of(exc))
     return batch.finish()
 
@@ -204,6 +253,8 @@ def _offers_of(
 ) -> list[dict[str, Any]]:
     if not isinstance(instance_type, str) or not isinstance(region, str):
         raise ValueError("record has no instance type or region")
+    if pricing is Pricing.ON_DEMAND and region not in LOCATIONS:
+        raise ValueError(f"price-list location {region!r} is not one of LOCATIONS (not asked)")
     machine: Machine | None = MACHINES.get(instance_type)
     if machine is None:
         if GPU_FAMILY.match(instance_type):

@@ -176,8 +176,11 @@ class OfferBatch:
         return ParseResult(offers, rejects)
 
 
-RECORD_ERRORS: tuple[type[Exception], ...] = (KeyError, TypeError, ValueError, AttributeError)
-"""What a parser's reading of one malformed JSON record raises: the record is rejected."""
+RECORD_ERRORS: tuple[type[Exception], ...] = (
+    KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError,
+)  # fmt: skip
+"""What a parser's reading of one malformed JSON record raises (a member missing or of the wrong
+type, a list too short, a number too large for a float): the record is rejected."""
 
 
 def id_field(name: str) -> Callable[[Any], object]:
@@ -196,15 +199,23 @@ def offers_of_records(
 ) -> ParseResult:
     """The offers of a list of decoded JSON records, one record at a time: `offers_of(record)`
     gives its offers (none for a record that is no offer); a record for which it raises one of
-    `errors` is rejected with the reason, kept as served, with its id `id_of(record)`."""
+    `RECORD_ERRORS` or `errors` is rejected with the reason, kept as served, with its id
+    `id_of(record)` (None when that fails too)."""
+    caught = tuple(dict.fromkeys((*RECORD_ERRORS, *errors)))
+
+    def record_id(i: int) -> object:
+        try:
+            return id_of(records[i])
+        except caught:
+            return None
+
     batch = OfferBatch(
-        provider, observed_at, raw_of=lambda i: json_raw(records[i]),
-        id_of=lambda i: id_of(records[i]),
-    )  # fmt: skip
+        provider, observed_at, raw_of=lambda i: json_raw(records[i]), id_of=record_id
+    )
     for i, record in enumerate(records):
         try:
             batch.add(i, offers_of(record))
-        except errors as exc:
+        except caught as exc:
             batch.reject(i, reason_of(exc))
     return batch.finish()
 

@@ -48,7 +48,7 @@ import httpx
 import orjson
 
 from scrapers.base import Credentials, fetch_bytes
-from scrapers.batch import id_field, offers_of_records
+from scrapers.batch import RECORD_ERRORS, id_field, offers_of_records
 from scrapers.errors import MissingCredentialsError, ProviderPayloadError
 from scrapers.models import FormFactor, ParseResult, Pricing, json_object_with_list
 
@@ -171,13 +171,17 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
     skus = json_object_with_list(payload, "skus", NAME, "page 1")["skus"]
     parts = _parts(skus)
     return offers_of_records(
-        NAME, observed_at, skus, lambda sku: _offers_of(sku, parts), id_of=id_field("skuId"),
-        errors=(KeyError, TypeError, ValueError, IndexError, ArithmeticError),
-    )  # fmt: skip
+        NAME, observed_at, skus, lambda sku: _offers_of(sku, parts), id_of=id_field("skuId")
+    )
+
+
+def _category(sku: Any) -> dict[str, Any]:
+    category = sku.get("category") if isinstance(sku, dict) else None
+    return category if isinstance(category, dict) else {}
 
 
 def _is_gpu(sku: Any) -> bool:
-    return isinstance(sku, dict) and (sku.get("category") or {}).get("resourceGroup") == "GPU"
+    return _category(sku).get("resourceGroup") == "GPU"
 
 
 def _pricing(sku: dict[str, Any]) -> Pricing | None:
@@ -204,15 +208,17 @@ def _parts(skus: list[Any]) -> dict[tuple[str, str, Pricing, str], float]:
         if not isinstance(sku, dict):
             continue
         match = _PART.match(str(sku.get("description", "")))
-        pricing = PRICINGS.get((sku.get("category") or {}).get("usageType", ""))
+        pricing = PRICINGS.get(str(_category(sku).get("usageType", "")))
         if match is None or pricing is None:
             continue
         try:
             price = _usd_per_unit(sku)
-        except (KeyError, TypeError, ValueError, IndexError):
+        except RECORD_ERRORS:
             continue  # a part without a readable price leaves its machine types unpriced
-        for region in sku.get("serviceRegions") or ():
-            found[(match["family"], match["kind"], pricing, region)] = price
+        regions = sku.get("serviceRegions")
+        for region in regions if isinstance(regions, list) else ():
+            if isinstance(region, str):
+                found[(match["family"], match["kind"], pricing, region)] = price
     return found
 
 

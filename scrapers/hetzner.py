@@ -19,6 +19,7 @@ Quirks (see shared/provider-samples/EU.md, "Hetzner"):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -57,14 +58,10 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
 
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
     products = json_object_member(payload, "products", NAME)
-    records = [
-        (key, location)
-        for key in PRODUCTS
-        for location in (products.get(key) or {}).get("locations") or []
-    ]
+    records = list(_records(products))
     batch = OfferBatch(
-        NAME, observed_at, raw_of=lambda i: json_raw(records[i][1]),
-        id_of=lambda i: f"{records[i][0]}@{records[i][1].get('datacenter')}",
+        NAME, observed_at, raw_of=lambda i: json_raw(_served(records[i][1])),
+        id_of=lambda i: f"{records[i][0]}@{_datacenter_of(records[i][1])}",
     )  # fmt: skip
     for i, (key, location) in enumerate(records):
         try:
@@ -74,6 +71,32 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
     return batch.finish()
 
 
+def _records(products: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(product key, location) of each listed location; a product whose `locations` is no list
+    is one record, rejected with the reason."""
+    for key in PRODUCTS:
+        product = products.get(key)
+        locations = product.get("locations") if isinstance(product, dict) else product
+        if isinstance(locations, list):
+            yield from ((key, location) for location in locations)
+        elif locations is not None:
+            yield key, MalformedList(locations)
+
+
+class MalformedList(NamedTuple):
+    """A product's `locations` that is no list (a record of its own, rejected)."""
+
+    served: Any
+
+
+def _served(location: Any) -> Any:
+    return location.served if isinstance(location, MalformedList) else location
+
+
+def _datacenter_of(location: Any) -> Any:
+    return location.get("datacenter") if isinstance(location, dict) else None
+
+
 def _amount(prices: dict[str, Any], period: str, currency: str) -> float:
     text = prices[period][currency]
     if not isinstance(text, str | int | float) or isinstance(text, bool):
@@ -81,7 +104,11 @@ def _amount(prices: dict[str, Any], period: str, currency: str) -> float:
     return float(text)
 
 
-def _offer_of(product: Product, location: dict[str, Any]) -> dict[str, Any]:
+def _offer_of(product: Product, location: Any) -> dict[str, Any]:
+    if isinstance(location, MalformedList):
+        raise TypeError(f"{product.name}: locations is not a list")
+    if not isinstance(location, dict):
+        raise TypeError(f"{product.name}: a location is not an object")
     prices = location["prices"]
     if _amount(prices, "hourly", "USD") <= 0:
         raise ValueError("prices.hourly.USD must be positive (the feed's own check figure)")

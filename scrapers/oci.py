@@ -74,8 +74,7 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
 
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
     items = json_object_with_list(payload, "items", NAME)["items"]
-    return offers_of_records(NAME, observed_at, items, _offers_of, id_of=id_field("partNumber"),
-                             errors=(KeyError, TypeError, ValueError))  # fmt: skip
+    return offers_of_records(NAME, observed_at, items, _offers_of, id_of=id_field("partNumber"))
 
 
 def _is_gpu_machine(item: Any) -> bool:

@@ -26,7 +26,7 @@ Quirks (see shared/provider-samples/EU.md, "Scaleway"):
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -120,11 +120,7 @@ def replay_directory(directory: Path) -> Callable[[httpx.Request], httpx.Respons
 
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
     zones = json_object_member(payload, "zones", NAME)  # the document fetch builds
-    records = [
-        (zone, type_name, server, (body.get("availability") or {}).get(type_name))
-        for zone, body in zones.items()
-        for type_name, server in (body.get("servers") or {}).items()
-    ]
+    records = list(_records(zones))
     batch = OfferBatch(
         NAME, observed_at, raw_of=lambda i: json_raw(records[i][2]),
         id_of=lambda i: f"{records[i][1]}@{records[i][0]}",
@@ -135,6 +131,19 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             batch.reject(i, reason_of(exc))
     return batch.finish()
+
+
+def _records(zones: dict[str, Any]) -> Iterator[tuple[str, Any, Any, Any]]:
+    """(zone, type, server, availability) of every server type; a zone whose parts are not
+    objects is one record (`type` None), rejected with the reason."""
+    for zone, body in zones.items():
+        servers = body.get("servers") if isinstance(body, dict) else body
+        availability = body.get("availability") if isinstance(body, dict) else None
+        if not isinstance(servers, dict) or not isinstance(availability, dict | None):
+            yield zone, None, body, None
+            continue
+        for type_name, server in servers.items():
+            yield zone, type_name, server, (availability or {}).get(type_name)
 
 
 def _form_factor(type_name: str, gpu_name: str) -> FormFactor | None:
@@ -148,8 +157,12 @@ def _form_factor(type_name: str, gpu_name: str) -> FormFactor | None:
 
 
 def _offers_of(
-    zone: str, type_name: str, server: dict[str, Any], availability: dict[str, Any] | None
+    zone: str, type_name: str | None, server: Any, availability: Any
 ) -> list[dict[str, Any]]:
+    if type_name is None:
+        raise TypeError(f"zone {zone}: servers or availability is not an object")
+    if not isinstance(server, dict) or not isinstance(availability, dict | None):
+        raise TypeError(f"{type_name}: its server or availability is not an object")
     if not server.get("gpu"):
         return []  # a CPU type: not a GPU offer
     info = server["gpu_info"]
