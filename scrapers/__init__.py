@@ -73,6 +73,7 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "hyperbolic",
         "lium",
         "cloudrift",
+        "vultr",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate

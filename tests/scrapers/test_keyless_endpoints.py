@@ -13,7 +13,7 @@ import respx
 from typer.testing import CliRunner
 
 from api.cli.commands import app
-from scrapers import ProviderHTTPError, ProviderPayloadError, cloudrift, hyperbolic, lium
+from scrapers import ProviderHTTPError, ProviderPayloadError, cloudrift, hyperbolic, lium, vultr
 from scrapers.base import USER_AGENT, credentials_from_env, in_price_index, listed_only
 from tests.conftest import FIXTURES, OBSERVED_AT, fixture_bytes
 
@@ -22,13 +22,15 @@ RECORDED = {
     hyperbolic: "hyperbolic_rental_options.json",
     lium: "lium_nodes.json",
     cloudrift: "cloudrift_instance_types.json",
+    vultr: "vultr_plans.json",
 }
-METHOD = {hyperbolic: "GET", lium: "GET", cloudrift: "POST"}
+METHOD = {hyperbolic: "GET", lium: "GET", cloudrift: "POST", vultr: "GET"}
 PLACES = {
     hyperbolic: {("US", "North America", False), ("CA", "North America", False),
                  ("GB", "Europe", False), ("JP", "Asia", False), (None, "Europe", True)},
     lium: {("JP", "Asia", False), ("US", "North America", False)},
     cloudrift: {("US", "North America", False)},  # the variant hosted nowhere is not available
+    vultr: {("US", "North America", False), ("DE", "Europe", True), ("IN", "Asia", False)},
 }  # fmt: skip
 """(country, continent, eea) of the recorded offers."""
 MODULES = pytest.mark.parametrize("module", list(RECORDED), ids=[m.NAME for m in RECORDED])

@@ -39,6 +39,7 @@ RECORDED = {
     "hyperbolic": "hyperbolic_rental_options.json",
     "lium": "lium_nodes.json",
     "cloudrift": "cloudrift_instance_types.json",
+    "vultr": "vultr_plans.json",
 }
 
 
