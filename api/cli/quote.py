@@ -145,6 +145,8 @@ def _print_hardware(result: HardwareOut) -> None:
             f"about {fit.hours:.1f} h ({lo:.1f}–{hi:.1f} h), {fit.tokens_per_s:,.0f} tokens/s "
             f"in layout {fit.layout} on{form} {fit.gpu}"
         )
+        if fit.hours_basis:
+            out.print(f"hours: {fit.hours_basis}", highlight=False, soft_wrap=True)
     for line in (fit.reason, *fit.suggestions, *fit.notes):
         if line:
             out.print(f"- {line}", highlight=False, soft_wrap=True)
@@ -188,6 +190,9 @@ def _print_quotes(result: QuotesOut) -> None:
     out.print(table)
     for layout, gpus in dict.fromkeys((q.layout, q.gpus) for q in result.quotes):
         out.print(f"layout {layout} on {gpus}: {layout_words(layout, gpus)}", highlight=False)
+    for basis in dict.fromkeys(q.hours_basis for q in result.quotes):
+        ranks = ", ".join(f"#{r}" for r, q in enumerate(result.quotes, 1) if q.hours_basis == basis)
+        out.print(f"hours of {ranks}: {basis}", highlight=False, soft_wrap=True)
     for rank, q in enumerate(result.quotes, 1):
         for note in q.notes:
             out.print(f"#{rank}: {note}", highlight=False, soft_wrap=True)

@@ -221,7 +221,13 @@ class QuoteOut(BaseModel):
         "factors if the offer does not say, plus setup"
     )
     tokens_per_s: float = Field(description="Training tokens per second, all GPUs together")
-    layout: str = Field(description="ddp, zero2, zero3 (full), fsdp (LoRA), ...+offload")
+    utilization: float = Field(description="Share of the GPU's dense peak the hours assume")
+    hours_basis: str = Field(
+        description="The utilization assumed and the measured error behind hours_range"
+    )
+    layout: str = Field(
+        description="ddp, zero2, zero3 (full), fsdp (LoRA), expert-parallel (MoE), ...+offload"
+    )
     form_factor: str | None = Field(
         description="The form factor the hours assume: the offer's, else the faster variant"
     )
@@ -309,6 +315,10 @@ class FitOut(BaseModel):
     )
     hours_range: tuple[float, float] | None
     tokens_per_s: float | None
+    utilization: float | None = Field(description="Share of the dense peak the hours assume")
+    hours_basis: str | None = Field(
+        description="The utilization assumed and the measured error behind hours_range"
+    )
     layout: str | None = Field(description="The layout the hours assume")
     form_factor: str | None = Field(description="The form factor the hours assume")
     notes: list[str]
@@ -357,6 +367,8 @@ def hardware_out(workload: Workload, check: HardwareCheck) -> HardwareOut:
             hours=hours.hours if hours else None,
             hours_range=(hours.low, hours.high) if hours else None,
             tokens_per_s=hours.tokens_per_s if hours else None,
+            utilization=hours.utilization if hours else None,
+            hours_basis=hours.basis if hours else None,
             layout=hours.layout if hours else None,
             form_factor=check.form_factor,
             notes=list(check.notes),

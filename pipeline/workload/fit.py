@@ -35,6 +35,7 @@ __all__ = [
     "has_flash_attention",
     "layouts",
     "min_gpus",
+    "most_sharded",
     "place",
     "placement",
     "precision_problem",
@@ -140,6 +141,12 @@ def _memory(w: Workload, gpu: GpuType, n: int, layout: Layout) -> MemoryEstimate
         flash_attention=gpu.flash_attention,
         expert_parallel=expert_parallel,
     )
+
+
+def most_sharded(w: Workload, gpu: GpuType, n_gpus: int) -> MemoryEstimate:
+    """The memory in the last layout tried without offload: the least a job needs on `n_gpus`
+    (in the one asked for, when the workload names its layout)."""
+    return _memory(w, gpu, n_gpus, layouts(w, n_gpus)[-1])
 
 
 def place(

@@ -44,7 +44,10 @@ __all__ = [
     "SETUP_HOURS",
     "HoursEstimate",
     "estimate_hours",
+    "MEASURED_ERROR",
     "flops_per_token",
+    "hours_basis",
+    "moe_interconnect_note",
     "hours_on_variants",
     "tokens_per_second",
 ]
@@ -148,6 +151,18 @@ throughput (throughput-notes.md: packing gave 1.4-1.9× on 8×A100 7B runs, 3.4�
 SETUP_HOURS = 0.25
 """Download, loading, evaluation and checkpoint saves (section 4.2: 0.1-0.25 h): added to the
 high end of the range only, so that hours are training time and tokens/s = T / hours."""
+MEASURED_ERROR: Mapping[str, tuple[float, float, int]] = {
+    # (median error ×, share within ×1.5, runs) of this time model on the measured runs the
+    # tests score; a test recomputes them, so they change with the model or they fail.
+    # Dense: tests/fixtures/throughput_cases.csv (21 runs up to 8 GPUs) + throughput_checks.csv (9).
+    "dense": (1.06, 0.97, 30),
+    # MoE: the MoE rows of moe_throughput_cases.csv (2) + moe_throughput_checks.csv (4).
+    "moe": (1.32, 1.0, 6),
+}
+MOE_PCIE_NOTE = (
+    "mixture-of-experts across {n} × {gpu} without NVLink: the experts' all-to-all and gathers "
+    "cross PCIe, timed at PCIe bandwidth; MoE jobs on several GPUs want NVLink (SXM / HGX)"
+)
 SECONDS_PER_HOUR = 3600
 TFLOPS = 1e12
 GBPS = 1e9
@@ -294,6 +309,36 @@ class HoursEstimate:
     tokens_per_s: float
     layout: str
     """The layout assumed: none, ddp, zero2, zero3 (full), fsdp (LoRA), ...+offload."""
+    utilization: float = 0.0
+    """U: the share of the GPU's dense peak the matmuls were assumed to reach."""
+    basis: str = ""
+    """The utilization assumed and the measured error behind the range, in words."""
+
+
+def hours_basis(w: Workload, gpu: GpuType, layout: str) -> tuple[float, str]:
+    """U assumed on `gpu` in `layout`, and a sentence saying it with the measured error of the
+    time model for this kind of model (`MEASURED_ERROR`)."""
+    u = utilization(w, gpu, layout)
+    peak = peak_tflops(w, gpu) or 0.0
+    text = f"assumed utilization {u:.0%} of {gpu.id}'s {peak:g} TFLOP/s dense peak"
+    if w.arch.is_moe:
+        dense = UTILIZATION.get(gpu.family, DEFAULT_UTILIZATION)
+        text += f" (mixture-of-experts {moe_efficiency(w, layout):.2f} × the dense {dense:.0%})"
+    kind = "moe" if w.arch.is_moe else "dense"
+    median, within, runs = MEASURED_ERROR[kind]
+    words = "mixture-of-experts" if w.arch.is_moe else "dense"
+    text += (
+        f"; measured error of the time model: median ×{median:.2f}, {within:.0%} within ×1.5 "
+        f"over {runs} {words} runs (docs: training.md)"
+    )
+    return u, text
+
+
+def moe_interconnect_note(w: Workload, gpu: GpuType, n_gpus: int) -> str | None:
+    """Said when a MoE job spans several GPUs that have no NVLink between them."""
+    if w.arch.is_moe and n_gpus > 1 and not gpu.nvlink:
+        return MOE_PCIE_NOTE.format(n=n_gpus, gpu=gpu.id)
+    return None
 
 
 def estimate_hours(w: Workload, gpu: GpuType, memory: MemoryEstimate) -> HoursEstimate | None:
@@ -312,12 +357,15 @@ def estimate_hours(w: Workload, gpu: GpuType, memory: MemoryEstimate) -> HoursEs
     else:
         low_factor = high_factor = 1.0
     hours = w.tokens / rate / SECONDS_PER_HOUR
+    u, basis = hours_basis(w, gpu, memory.sharding)
     return HoursEstimate(
         hours=hours,
         low=hours * low_factor / FRAMEWORK_SPEEDUP,
         high=hours * high_factor * FRAMEWORK_SLOWDOWN + SETUP_HOURS,
         tokens_per_s=rate,
         layout=memory.layout,
+        utilization=u,
+        basis=basis,
     )
 
 

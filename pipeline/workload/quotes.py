@@ -17,11 +17,12 @@ from pipeline.workload.fit import (
     Fit,
     gpu_type,
     min_gpus,
+    most_sharded,
     placement,
     precision_problem,
     usable_vram_gib,
 )
-from pipeline.workload.hours import HoursEstimate, hours_on_variants
+from pipeline.workload.hours import HoursEstimate, hours_on_variants, moe_interconnect_note
 from pipeline.workload.model import GPU_COUNTS, MemoryEstimate, Workload, estimate_memory
 from pipeline.workload.precision import fp16_note, runs_in_fp16
 from pipeline.workload.ranking import Quote, Ranking, rank_offers
@@ -221,8 +222,8 @@ def check_hardware(
     placed = placement(w, kind, devices)
     usable = usable_vram_gib(kind)
     memory = placed.memory
-    if not placed.fits:
-        memory = estimate_memory(w, devices, flash_attention=kind.flash_attention)
+    if not placed.fits:  # the most sharded layout tried (the one asked for, if any)
+        memory = most_sharded(w, kind, devices)
     reason = precision_problem(w, kind)
     if reason is None and not placed.fits:
         reason = f"needs {memory.per_gpu_gib:.1f} GiB per GPU, {usable:.1f} GiB usable"
@@ -232,7 +233,8 @@ def check_hardware(
     if not precision_problem(w, kind):
         hours, timed, form_notes = hours_on_variants(w, kinds, placed.memory)
     fp16 = fp16_note(kind) if runs_in_fp16(w, kind) else None
-    notes = tuple(n for n in (family_note, placed.note, *form_notes, fp16) if n)
+    interconnect = moe_interconnect_note(w, kind, devices)
+    notes = tuple(n for n in (family_note, placed.note, *form_notes, fp16, interconnect) if n)
     return HardwareCheck(
         gpu=kind.id,
         n_gpus=n,

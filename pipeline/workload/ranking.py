@@ -32,7 +32,7 @@ from pipeline.workload.fit import (
     precision_problem,
     usable_vram_gib,
 )
-from pipeline.workload.hours import HoursEstimate, hours_on_variants
+from pipeline.workload.hours import HoursEstimate, hours_on_variants, moe_interconnect_note
 from pipeline.workload.model import MAX_GPUS, Workload
 from pipeline.workload.precision import fp16_note, peak_tflops, runs_in_fp16
 
@@ -90,6 +90,10 @@ class Quote:
     form_factor: str | None
     """The form factor the hours assume (the offer's own, else the faster variant)."""
     tokens_per_s: float
+    utilization: float = 0.0
+    """The share of the GPU's dense peak the hours assume."""
+    hours_basis: str = ""
+    """That utilization and the measured error behind `hours_range`, in words."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +181,9 @@ class _Planner:
             notes = (*notes, fp16_note(gpu))
         if not gpu.flash_attention:
             notes = (*notes, f"no FlashAttention-2 on {gpu.id}: attention scores kept in memory")
+        interconnect = moe_interconnect_note(self.w, gpu, n)
+        if interconnect:
+            notes = (*notes, interconnect)
         headroom = 1 - memory.per_gpu_gib / usable_vram_gib(gpu)
         return _Plan(hours, memory.per_gpu_gib, headroom, notes, None, timed.form_factor)
 
@@ -263,4 +270,6 @@ def _quote(offer: Mapping[str, Any], plan: _Plan) -> Quote:
         layout=h.layout,
         form_factor=plan.form_factor,
         tokens_per_s=h.tokens_per_s,
+        utilization=h.utilization,
+        hours_basis=h.basis,
     )

@@ -22,6 +22,7 @@ from pipeline.workload.model import (
     BYTES_16BIT,
     PURE_BF16_ADAM_BYTES,
     Workload,
+    expert_parallel_size,
 )
 from pipeline.workload.precision import runs_in_fp16
 from pipeline.workload.ranking import Quote
@@ -45,7 +46,11 @@ LORA_MODULES: Mapping[str, tuple[str, ...]] = {
     # workload-model.md section 3.3: the seven linear projections of a Llama-style block
     "all": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
     "attention": ("q_proj", "k_proj", "v_proj", "o_proj"),
+    # the same names inside every routed expert too (HF's per-expert modules)
+    "experts": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
 }
+EXPERT_MODULES = r".*\.experts\..*"
+"""PEFT `exclude_modules`: a MoE model's routed experts, left out of LoRA on `all` (as priced)."""
 
 # Disk: the base model as downloaded (16-bit safetensors, also for QLoRA, quantized on load),
 # the checkpoints kept, the final weights, the tokenized data, plus the image and packages.
@@ -102,6 +107,11 @@ def training_settings(w: Workload, quote: Quote, catalog: Catalog) -> dict[str, 
     files = {"accelerate": f"{CONFIG_DIR}/accelerate.yaml"}
     if sharding.startswith("zero"):
         files["deepspeed"] = f"{CONFIG_DIR}/deepspeed.json"
+    devices = quote.gpus * (kind.devices_per_gpu if kind else 1)
+    moe = w.arch.is_moe
+    expert_parallel = sharding == "expert-parallel"
+    if expert_parallel:
+        files["megatron"] = f"{CONFIG_DIR}/megatron.json"
     return {
         "model": w.arch.name,
         "hub_id": _hub_id(w),
@@ -115,7 +125,13 @@ def training_settings(w: Workload, quote: Quote, catalog: Catalog) -> dict[str, 
         "lora_rank": w.lora_rank if lora else None,
         "lora_targets": w.lora_targets if lora else None,
         "lora_target_modules": list(LORA_MODULES[w.lora_targets]) if lora else None,
+        "lora_exclude_modules": (
+            EXPERT_MODULES if lora and moe and w.lora_targets != "experts" else None
+        ),
         "load_in_4bit": w.method == "qlora",
+        "experts_bits": w.experts_bits if moe and w.method == "qlora" else None,
+        "num_experts": w.arch.experts if moe else None,
+        "expert_parallel_size": expert_parallel_size(w, devices) if expert_parallel else None,
         "profile": w.profile,
         "packing": w.packing,
         "flash_attention": w.flash_attention and (kind is None or kind.flash_attention),
@@ -184,10 +200,28 @@ def _accelerate(settings: Mapping[str, Any]) -> dict[str, Any]:
     return config
 
 
+def _megatron(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The expert-parallel layout in Megatron-LM's argument names (as ms-swift's `megatron sft`
+    takes them): experts split EP ways, the rest over the GPUs, the distributed optimizer."""
+    return {
+        "expert_model_parallel_size": settings["expert_parallel_size"],
+        "tensor_model_parallel_size": 1,
+        "pipeline_model_parallel_size": 1,
+        "use_distributed_optimizer": True,
+        "moe_grouped_gemm": True,
+        "recompute_granularity": "full" if settings["grad_ckpt"] else None,
+        "micro_batch_size": settings["micro_batch"],
+        "seq_length": settings["seq_len"],
+        settings["precision"]: True,
+    }
+
+
 def layout_files(settings: Mapping[str, Any]) -> dict[str, str]:
     """The layout's config files by path (JSON text; JSON is YAML for Accelerate's loader)."""
     paths = settings["config_files"]
     files = {paths["accelerate"]: json.dumps(_accelerate(settings), indent=2)}
     if "deepspeed" in paths:
         files[paths["deepspeed"]] = json.dumps(_deepspeed(settings), indent=2)
+    if "megatron" in paths:
+        files[paths["megatron"]] = json.dumps(_megatron(settings), indent=2)
     return files

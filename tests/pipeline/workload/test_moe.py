@@ -340,3 +340,16 @@ def test_a_large_vocabulary_counts_in_the_logits() -> None:
     qwen = Workload.build(config=config("Qwen3-32B"), method="lora", micro_batch=4)
     ratio = estimate_memory(gemma).breakdown.logits / estimate_memory(qwen).breakdown.logits
     assert ratio == pytest.approx(262208 / 151936)
+
+
+def test_the_measured_error_each_quote_states_is_the_one_the_runs_give() -> None:
+    from pipeline.workload.hours import MEASURED_ERROR
+    from tests.pipeline.workload.test_hours import CHECKS, PUBLIC, score
+
+    dense = [score(c).error for c in PUBLIC + CHECKS]
+    moe = [c.error for c in SPEED + SPEED_CHECKS if c.moe]
+    for kind, errors in (("dense", dense), ("moe", moe)):
+        median, within, runs = MEASURED_ERROR[kind]
+        assert runs == len(errors)
+        assert median == pytest.approx(statistics.median(errors), abs=0.005), kind
+        assert within == pytest.approx(sum(e <= 1.5 for e in errors) / len(errors), abs=0.005)
