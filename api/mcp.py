@@ -19,6 +19,7 @@ Python SDK's low-level server). Each tool is one route of the REST API, and noth
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -203,8 +204,8 @@ def mcp_server(openapi: Callable[[], Mapping[str, Any]], client: ClientFactory) 
 
 
 def http_sessions(server: Server[Any], host: str) -> StreamableHTTPSessionManager:
-    """The streamable HTTP transport's session manager for `server` (its `asgi_app` answers
-    `/mcp`; its `run()` must be entered first). On a loopback address, Host and Origin are
+    """The streamable HTTP transport's manager for `server`, stateless (its `asgi_app`
+    answers `/mcp`; its `run()` must be entered first). On a loopback address, Host and Origin are
     checked against loopback names (DNS rebinding), as the SDK does. Without an API key, the
     app's `api.rest.ambient` check also stands in front of `/mcp`, whatever the address."""
     security = None
@@ -214,7 +215,14 @@ def http_sessions(server: Server[Any], host: str) -> StreamableHTTPSessionManage
             allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
-    return StreamableHTTPSessionManager(app=server, security_settings=security)
+    # Stateless: every tool is a read, so nothing needs a session. Each request gets a transport
+    # of its own that ends with it: no session table for clients to fill (10,000 `initialize`
+    # calls once held 385 MB and locked every new client out with 503s for 30 minutes), nothing
+    # to expire, nothing to close one by one at shutdown.
+    # The transport logs "Terminating session: None" at INFO for every stateless request: the
+    # access log already has one line per request.
+    logging.getLogger("mcp.server.streamable_http").setLevel(logging.WARNING)
+    return StreamableHTTPSessionManager(app=server, security_settings=security, stateless=True)
 
 
 def _by_name(name: str) -> ApiTool | None:
