@@ -74,6 +74,7 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "lium",
         "cloudrift",
         "vultr",
+        "daytona",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate

@@ -13,7 +13,15 @@ import respx
 from typer.testing import CliRunner
 
 from api.cli.commands import app
-from scrapers import ProviderHTTPError, ProviderPayloadError, cloudrift, hyperbolic, lium, vultr
+from scrapers import (
+    ProviderHTTPError,
+    ProviderPayloadError,
+    cloudrift,
+    daytona,
+    hyperbolic,
+    lium,
+    vultr,
+)
 from scrapers.base import USER_AGENT, credentials_from_env, in_price_index, listed_only
 from tests.conftest import FIXTURES, OBSERVED_AT, fixture_bytes
 
@@ -23,14 +31,18 @@ RECORDED = {
     lium: "lium_nodes.json",
     cloudrift: "cloudrift_instance_types.json",
     vultr: "vultr_plans.json",
+    daytona: "daytona_gpu_pricing.json",
 }
-METHOD = {hyperbolic: "GET", lium: "GET", cloudrift: "POST", vultr: "GET"}
+METHOD = {hyperbolic: "GET", lium: "GET", cloudrift: "POST", vultr: "GET", daytona: "GET"}
+LISTED = {daytona}
+"""Rate cards: listed at a price, no stock, out of the price index v1."""
 PLACES = {
     hyperbolic: {("US", "North America", False), ("CA", "North America", False),
                  ("GB", "Europe", False), ("JP", "Asia", False), (None, "Europe", True)},
     lium: {("JP", "Asia", False), ("US", "North America", False)},
     cloudrift: {("US", "North America", False)},  # the variant hosted nowhere is not available
     vultr: {("US", "North America", False), ("DE", "Europe", True), ("IN", "Asia", False)},
+    daytona: {(None, None, None)},  # the rate card names no place
 }  # fmt: skip
 """(country, continent, eea) of the recorded offers."""
 MODULES = pytest.mark.parametrize("module", list(RECORDED), ids=[m.NAME for m in RECORDED])
@@ -41,10 +53,11 @@ def route(respx_mock: respx.MockRouter, module):
 
 
 @MODULES
-def test_each_provider_is_keyless_stock_and_needs_no_setting(module):
+def test_each_provider_is_keyless_and_needs_no_setting_stock_unless_a_rate_card(module):
     assert module.ENV_KEY is None and module.KEY_REQUIRED is False
     assert credentials_from_env(module, {}) is None
-    assert not listed_only(module) and in_price_index(module) and module.CURRENCY == "USD"
+    assert listed_only(module) is (module in LISTED) is not in_price_index(module)
+    assert module.CURRENCY == "USD"
     assert module.URL.startswith("https://")
 
 

@@ -40,6 +40,7 @@ RECORDED = {
     "lium": "lium_nodes.json",
     "cloudrift": "cloudrift_instance_types.json",
     "vultr": "vultr_plans.json",
+    "daytona": "daytona_gpu_pricing.json",
 }
 
 
