@@ -245,8 +245,13 @@ def _smallest_fit(w: Workload, gpu: GpuType, max_gpus: int) -> Fit:
     def fits(n: int) -> bool:
         return sharded(n).per_gpu_gib <= usable
 
-    if w.layout == "expert-parallel":  # E / gcd(N, E) is not monotone in N: walk the counts
-        first = next((i for i, n in enumerate(counts) if fits(n)), len(counts))
+    if w.arch.is_moe:
+        # Expert parallel holds E / gcd(N, E) experts per GPU, not monotone in N, and may fit
+        # where ZeRO-3 (whose gathered MoE layers are huge) does not: walk, trying every layout
+        def fits_any(n: int) -> bool:
+            return place(w, gpu, n) is not None
+
+        first = next((i for i, n in enumerate(counts) if fits_any(n)), len(counts))
     else:
         first = bisect_left(counts, True, key=fits)
     if first < len(counts):

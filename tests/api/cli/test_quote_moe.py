@@ -58,6 +58,27 @@ def test_the_issue_models_answer_with_a_ranked_list_saying_their_utilization_and
             assert any("without NVLink" in note for note in q["notes"])
 
 
+@pytest.mark.parametrize(
+    ("model", "method"),
+    [
+        ("Qwen3-30B-A3B", "lora"),
+        ("openai/gpt-oss-20b", "qlora"),
+        ("Llama-4-Scout-17B-16E", "qlora"),
+        ("google/gemma-3-27b-it", "lora"),
+    ],
+)
+def test_the_issue_commands_by_catalog_name_or_hub_id_answer_with_a_ranked_list(
+    snapshot, model: str, method: str
+):
+    args = ["--model", model, "--method", method, "--tokens", "100M", "--db", str(snapshot)]
+    table = run(*args)
+    assert table.exit_code == 0, table.output
+    assert "offers that can run it" in table.output and "hours of #1" in table.output
+    body = quote_json(*args[:-2], db=str(snapshot))
+    costs = [q["cost_usd"] for q in body["quotes"]]
+    assert costs and costs == sorted(costs)
+
+
 def test_memory_follows_total_parameters_and_the_active_count_is_reported(snapshot):
     body = quote_json(
         "--hf-config",

@@ -353,3 +353,19 @@ def test_the_measured_error_each_quote_states_is_the_one_the_runs_give() -> None
         assert runs == len(errors)
         assert median == pytest.approx(statistics.median(errors), abs=0.005), kind
         assert within == pytest.approx(sum(e <= 1.5 for e in errors) / len(errors), abs=0.005)
+
+
+@pytest.mark.parametrize("arch", known_models(), ids=lambda a: a.name)
+def test_every_catalog_model_fits_some_number_of_h100s_for_each_method(arch: Architecture) -> None:
+    for method in ("full", "lora", "qlora"):
+        w = Workload(arch=arch, method=method, tokens=TOKENS)  # type: ignore[arg-type]
+        check = check_hardware(w, "H100-80GB", None, CATALOG, form_factor="SXM")
+        assert check.fits and check.minimum.n_gpus is not None, (method, check.reason)
+        assert check.hours is not None and check.hours.hours > 0
+
+
+def test_a_moe_model_too_big_for_zero3_gathers_fits_expert_parallel() -> None:
+    kimi = Workload.build(model="Kimi-K2", method="lora", tokens=TOKENS)
+    check = check_hardware(kimi, "H100-80GB", None, CATALOG, form_factor="SXM")
+    assert check.minimum.n_gpus is not None
+    assert check.memory.layout == "expert-parallel"
