@@ -42,7 +42,7 @@ import httpx
 import orjson
 
 from scrapers.base import Credentials, data_rows, fetch_bytes
-from scrapers.batch import RECORD_ERRORS, OfferBatch
+from scrapers.batch import RECORD_ERRORS, OfferBatch, decimal
 from scrapers.errors import ProviderHTTPError, ProviderPayloadError
 from scrapers.machines import Machine, machines_of
 from scrapers.models import ParseResult, Pricing, reason_of
@@ -245,7 +245,7 @@ def _price(pricing: Pricing, raw: dict[str, Any]) -> float | None:
         text = linux[0]["prices"]["USD"]
     if not isinstance(text, str):
         raise TypeError(f"price {text!r} is not a decimal string")
-    return None if text.startswith(NO_PRICE) else float(text)
+    return None if text.startswith(NO_PRICE) else decimal("price", text)
 
 
 def _offers_of(

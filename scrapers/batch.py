@@ -7,6 +7,9 @@ breaks one into a `Reject` with its reason and the record as served.
 
 from __future__ import annotations
 
+import math
+import re
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -32,7 +35,16 @@ from scrapers.models import (
     reason_of,
 )
 
-__all__ = ["RECORD_ERRORS", "OfferBatch", "arange", "id_field", "number", "offers_of_records"]
+__all__ = [
+    "RECORD_ERRORS",
+    "OfferBatch",
+    "arange",
+    "decimal",
+    "id_field",
+    "number",
+    "offers_of_records",
+    "whole",
+]
 
 _PARSER_FIELDS = frozenset(OFFER_SCHEMA.names) - {
     "provider", "observed_at", "price_quoted_per", "gpu", "country", "continent", "eea", "eu",
@@ -52,13 +64,60 @@ _STAGED = pa.schema(
 """Rows as gathered: `gpu_count` stays 64-bit until the invariants have been checked."""
 
 
+SMALLEST_NORMAL = sys.float_info.min
+"""Below this (and above zero) a float is subnormal: a figure no provider publishes (1e-320)."""
+INT64_RANGE = (-(2**63), 2**63 - 1)
+"""A whole number on the wire (GCP's `units`, an int64) within 64 bits."""
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+"""A decimal as providers write one: ASCII digits, one point, an exponent. Python's `float` also
+takes `1_000`, `inf`, `nan`, surrounding spaces and other scripts' digits: none of them is."""
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+
+
+def _finite_normal(name: str, value: float, shown: object) -> float:
+    if not math.isfinite(value) or (value != 0 and abs(value) < SMALLEST_NORMAL):
+        raise ValueError(f"{name} {shown!r} is not a finite, normal number")
+    return value
+
+
 def number(name: str, value: object) -> float | None:
-    """A JSON number as a float (None stays None); a bool or anything else is a TypeError."""
+    """A JSON number as a float (None stays None); a bool or anything else is a TypeError, a
+    number past a float's range a ValueError. Whether it is a sane figure (positive, finite,
+    within the plausible band) is judged on whole columns later."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError(f"{name} is not a number: {value!r}")
-    return float(value)
+    try:
+        converted = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} {value!r} is past a float's range") from None
+    return converted
+
+
+def decimal(name: str, value: object) -> float:
+    """A price as served, a JSON number or a decimal string (`"9.796"`, `"1.2e-3"`), as a finite
+    normal float; `"1_000"`, `"inf"`, `" 1"` and anything else raise, naming `name`."""
+    if isinstance(value, str):
+        if _DECIMAL.fullmatch(value) is None:
+            raise ValueError(f"{name} {value[:40]!r} is not a decimal number")
+        return _finite_normal(name, float(value), value)
+    converted = number(name, value)
+    if converted is None:
+        raise TypeError(f"{name} is not a number: None")
+    return _finite_normal(name, converted, value)
+
+
+def whole(name: str, value: object) -> int:
+    """A whole number as served: a JSON integer or a string of digits (protobuf's JSON form of
+    an int64), within 64 bits; a float (`1e30`, `2.0`) or a bool raises, naming `name`."""
+    if isinstance(value, str) and _WHOLE.fullmatch(value):
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} is not a whole number: {value!r}")
+    if not INT64_RANGE[0] <= value <= INT64_RANGE[1]:
+        raise ValueError(f"{name} {value} is past a 64-bit integer")
+    return value
 
 
 def _count(name: str, value: object) -> int:

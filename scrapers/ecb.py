@@ -23,6 +23,7 @@ from typing import Literal
 import httpx
 
 from scrapers.base import Credentials, fetch_bytes
+from scrapers.batch import decimal
 from scrapers.errors import ProviderPayloadError
 
 __all__ = ["BASE", "KIND", "NAME", "Rate", "fetch", "parse_rates"]
@@ -83,7 +84,7 @@ def _rate(rate_date: date, cube: ET.Element) -> Rate:
     if not currency or text is None:
         raise ProviderPayloadError(f"{NAME}: a rate of {rate_date} lacks its currency or rate")
     try:
-        value = float(text)
+        value = decimal("rate", text)
     except ValueError as exc:
         raise ProviderPayloadError(f"{NAME}: rate {text!r} of {currency} is not a number") from exc
     if not math.isfinite(value) or value <= 0:

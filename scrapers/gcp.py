@@ -48,7 +48,7 @@ import httpx
 import orjson
 
 from scrapers.base import Credentials, fetch_bytes
-from scrapers.batch import RECORD_ERRORS, id_field, offers_of_records
+from scrapers.batch import RECORD_ERRORS, id_field, offers_of_records, whole
 from scrapers.errors import MissingCredentialsError, ProviderPayloadError
 from scrapers.models import FormFactor, ParseResult, Pricing, json_object_with_list
 
@@ -197,7 +197,14 @@ def _usd_per_unit(sku: dict[str, Any]) -> float:
     rate = sku["pricingInfo"][0]["pricingExpression"]["tieredRates"][0]["unitPrice"]
     if rate.get("currencyCode", CURRENCY) != CURRENCY:
         raise ValueError(f"price in {rate['currencyCode']}, not {CURRENCY}")
-    return int(rate.get("units") or 0) + int(rate.get("nanos") or 0) / NANOS_PER_UNIT
+    units = whole("unitPrice.units", rate.get("units", 0))  # an int64, as a string in JSON
+    nanos = whole("unitPrice.nanos", rate.get("nanos", 0))
+    if units < 0 or not 0 <= nanos < NANOS_PER_UNIT:
+        raise ValueError(
+            f"unitPrice {units} units {nanos} nanos: a price has units >= 0 and nanos from 0 to "
+            f"{NANOS_PER_UNIT - 1:,}"
+        )
+    return units + nanos / NANOS_PER_UNIT
 
 
 def _parts(skus: list[Any]) -> dict[tuple[str, str, Pricing, str], float]:

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import httpx
 
 from scrapers.base import Credentials, fetch_bytes
-from scrapers.batch import OfferBatch
+from scrapers.batch import OfferBatch, decimal
 from scrapers.models import ParseResult, Pricing, json_object_member, json_raw, reason_of
 
 NAME = "hetzner"
@@ -98,10 +98,7 @@ def _datacenter_of(location: Any) -> Any:
 
 
 def _amount(prices: dict[str, Any], period: str, currency: str) -> float:
-    text = prices[period][currency]
-    if not isinstance(text, str | int | float) or isinstance(text, bool):
-        raise TypeError(f"prices.{period}.{currency} is not a number: {text!r}")
-    return float(text)
+    return decimal(f"prices.{period}.{currency}", prices[period][currency])
 
 
 def _offer_of(product: Product, location: Any) -> dict[str, Any]:

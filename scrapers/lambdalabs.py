@@ -34,7 +34,7 @@ import httpx
 import orjson
 
 from scrapers.base import Credentials, fetch_bytes
-from scrapers.batch import OfferBatch
+from scrapers.batch import OfferBatch, decimal
 from scrapers.errors import MissingCredentialsError, ProviderHTTPError, ProviderPayloadError
 from scrapers.models import FormFactor, ParseResult, Pricing, json_raw, reason_of
 
@@ -151,7 +151,8 @@ def _offers_of(type_name: str, record: dict[str, Any]) -> list[dict[str, Any]]:
         "form_factor": _form_factor(match["rest"]),
         "vram_gb": float(match["vram"]),
         "pricing": Pricing.ON_DEMAND,
-        "price_per_hour": float(instance_type["price_cents_per_hour"]) / CENTS_PER_DOLLAR,
+        "price_per_hour": decimal("price_cents_per_hour", instance_type["price_cents_per_hour"])
+        / CENTS_PER_DOLLAR,
         "gpu_count": gpu_count,
         "vcpus": specs.get("vcpus"),
         # GiB, stored as-is like Vast.ai's MiB / 1024 (no gpuhunt-style x1.074 to decimal GB).

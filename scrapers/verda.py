@@ -29,7 +29,7 @@ import httpx
 import orjson
 
 from scrapers.base import Credentials, fetch_bytes
-from scrapers.batch import OfferBatch
+from scrapers.batch import OfferBatch, decimal
 from scrapers.errors import ProviderPayloadError
 from scrapers.models import FormFactor, ParseResult, Pricing, json_raw, reason_of
 
@@ -132,7 +132,7 @@ def _offer_of(record: dict[str, Any]) -> dict[str, Any] | None:
         "gpu_count": count,
         "vram_gb": float(vram.group(1)) if vram else None,
         "pricing": _PRICING[match["pricing"].lower()],
-        "price_per_gpu_hour": float(price) if isinstance(price, str) else price,
+        "price_per_gpu_hour": decimal("price", price),
         "currency": record["priceCurrency"],
         "available": True,  # the page lists what can be ordered; it states no stock
         "tier": CONFIDENTIAL_TIER if confidential else None,

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.catalog import Catalog, Resolution
+from pipeline.collection.plausible import PriceBand, within_band
 from pipeline.location import Location, Locator, get_locator
 from scrapers.models import OFFER_SCHEMA, ParseResult
 
@@ -31,9 +32,12 @@ class _Memo:
 
 
 def normalize(result: ParseResult, catalog: Catalog, locator: Locator | None = None) -> ParseResult:
-    """The parser's offers with canonical GPU, form factor, VRAM and place filled in."""
+    """The parser's offers with canonical GPU, form factor, VRAM and place filled in; those
+    priced outside the plausible band (pipeline/collection/plausible.py) moved to the rejects."""
     memo = _Memo(catalog, locator or get_locator())
-    return ParseResult(_resolve_columns(result.table, memo), list(result.rejects))
+    table, band_vram_gb = _resolve_columns(result.table, memo)
+    resolved = ParseResult(table, list(result.rejects))
+    return within_band(resolved, band_vram_gb, PriceBand(catalog))
 
 
 def _distinct(columns: Sequence[pa.Array]) -> tuple[list[tuple[Any, ...]], pa.Array]:
@@ -76,9 +80,11 @@ def _plain(value: Any) -> Any:
     return value.value if hasattr(value, "value") else value  # enum → its string
 
 
-def _resolve_columns(table: pa.Table, memo: _Memo) -> pa.Table:
+def _resolve_columns(table: pa.Table, memo: _Memo) -> tuple[pa.Table, pa.ChunkedArray]:
+    """The resolved table, and each offer's VRAM for its price band: the catalog's for a catalog
+    GPU, else the provider's (null: unknown)."""
     if table.num_rows == 0:
-        return table
+        return table, table["vram_gb"]
     table = table.combine_chunks()
     place = _mapped(
         [table["provider"].combine_chunks(), table["region"].combine_chunks()],
@@ -108,6 +114,7 @@ def _resolve_columns(table: pa.Table, memo: _Memo) -> pa.Table:
         "vram_gb": pc.coalesce(table["vram_gb"], catalog_vram),
         **place,
     }
+    band_vram_gb = pc.coalesce(catalog_vram, table["vram_gb"])
     for name, values in columns.items():
         table = table.set_column(table.schema.get_field_index(name), name, values)
-    return table
+    return table, band_vram_gb
