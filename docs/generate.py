@@ -8,9 +8,11 @@
 - `api.md` from the app's OpenAPI schema (`reference_api.py`: every path and method with its
   parameters, request body fields and answer, every schema's fields and every enum's values);
 - `providers.md` from the provider modules (`gpuprices providers --format markdown`);
-- `training.md` from the time model's constants (`pipeline/workload/hours.py`, with the comment
-  each carries) and its measured error over the recorded runs the tests score
-  (`tests/fixtures/throughput_cases.csv`, `throughput_checks.csv`).
+- `training.md` from the time and memory models' constants (`pipeline/workload/hours.py`,
+  `model.py`, with the comment each carries) and their measured error over the recorded runs the
+  tests score (`tests/fixtures/throughput_cases.csv`, `throughput_checks.csv`,
+  `moe_workload_cases.csv`, `moe_throughput_cases.csv`, `moe_throughput_checks.csv`), per method
+  and architecture.
 """
 
 from __future__ import annotations
@@ -133,25 +135,108 @@ def providers_reference() -> str:
 
 def training_reference() -> str:
     import pipeline.workload.hours as hours
+    import pipeline.workload.model as model
 
     lines = ["# Training-time model: constants and measured error\n\n", GENERATED_NOTE]
     lines.append(
-        "The constants of `pipeline/workload/hours.py` as the code holds them, each with the "
-        "note beside it in the code; see [Training time and memory](../training.md) for the "
-        "model they enter.\n\n| Constant | Value | Note |\n|---|---|---|\n"
+        "The constants of `pipeline/workload/hours.py` (time) and `pipeline/workload/model.py` "
+        "(memory) as the code holds them, each with the note beside it in the code; see "
+        "[Training time and memory](../training.md) for the model they enter, and the measured "
+        "error per method and architecture below.\n"
     )
-    source = Path(hours.__file__).read_text(encoding="utf-8")
-    for name, note in _constant_notes(source).items():
-        value = getattr(hours, name)
-        if hasattr(value, "items"):
-            shown = json.dumps(dict(value))
-        elif isinstance(value, frozenset | set):
-            shown = json.dumps(sorted(value))
-        else:
-            shown = repr(value)
-        lines.append(f"| `{name}` | `{cell(shown)}` | {cell(note)} |\n")
+    for title, module in (("Time model", hours), ("Memory model", model)):
+        lines.append(f"\n## {title} constants\n\n| Constant | Value | Note |\n|---|---|---|\n")
+        source = Path(module.__file__).read_text(encoding="utf-8")
+        for name, note in _constant_notes(source).items():
+            lines.append(f"| `{name}` | `{cell(_shown(getattr(module, name)))}` | {cell(note)} |\n")
+    lines.append(_error_summary())
     lines.append(_error_tables())
+    lines.append(_moe_tables())
     return "".join(lines)
+
+
+def _shown(value: Any) -> str:
+    if hasattr(value, "items"):
+        return json.dumps({str(k): v for k, v in value.items()})
+    if isinstance(value, frozenset | set):
+        return json.dumps(sorted(value))
+    return repr(value)
+
+
+def _error_summary() -> str:
+    """Median error and share within the acceptance band, per architecture and method."""
+    from tests.pipeline.workload.test_hours import CHECKS, PUBLIC, score
+    from tests.pipeline.workload.test_moe import MEMORY, SPEED, SPEED_CHECKS
+
+    speed: dict[tuple[str, str], list[float]] = {}
+    for case in PUBLIC + CHECKS:
+        speed.setdefault(("dense", case.method), []).append(score(case).error)
+    for moe_case in SPEED + SPEED_CHECKS:
+        kind = "MoE" if moe_case.moe else "dense"
+        speed.setdefault((kind, moe_case.workload.method), []).append(moe_case.error)
+    out = [
+        "\n## Measured error per method and architecture\n\n"
+        "Time: each run's error is max(predicted / measured, measured / predicted).\n\n"
+        "| Architecture | Method | Runs | Median error | Within ×1.5 |\n|---|---|---|---|---|\n"
+    ]
+    for (kind, method), errors in sorted(speed.items()):
+        within = sum(e <= 1.5 for e in errors)
+        out.append(
+            f"| {kind} | {method} | {len(errors)} | ×{statistics.median(errors):.2f} | "
+            f"{within} of {len(errors)} |\n"
+        )
+    memory: dict[tuple[str, str], list[tuple[float, bool]]] = {}
+    for case in MEMORY:
+        kind = "MoE" if case.moe else "dense"
+        memory.setdefault((kind, case.workload.method), []).append(
+            (abs(case.error_pct), case.within)
+        )
+    out.append(
+        "\nMemory (the MoE cases file; the dense cases of `workload_cases.csv` are all within "
+        "their tolerance, `test_model.py`):\n\n"
+        "| Architecture | Method | Cases | Median error | Within tolerance |\n"
+        "|---|---|---|---|---|\n"
+    )
+    for (kind, method), rows in sorted(memory.items()):
+        median = statistics.median(e for e, _ in rows)
+        out.append(
+            f"| {kind} | {method} | {len(rows)} | {median:.0f} % | "
+            f"{sum(ok for _, ok in rows)} of {len(rows)} |\n"
+        )
+    return "".join(out)
+
+
+def _moe_tables() -> str:
+    from tests.pipeline.workload.test_moe import MEMORY, SPEED, SPEED_CHECKS
+
+    out = [
+        "\n## Mixture-of-experts and Megatron memory cases\n\n"
+        "`tests/fixtures/moe_workload_cases.csv` (rows its sources mark NOT EXPRESSIBLE are "
+        "left out), each scored in the layout its mapping names.\n\n"
+        "| Case | Method | GPUs | Measured GiB | Predicted | Error | Tolerance | Layout |\n"
+        "|---|---|---|---|---|---|---|---|\n"
+    ]
+    for case in MEMORY:
+        gib, layout = case.estimate()
+        out.append(
+            f"| `{case.case_id}` | {case.workload.method} | {case.gpus} | {case.expected_gib:g} | "
+            f"{gib:.1f} | {case.error_pct:+.0f} % | {case.tolerance_pct:g} % | {layout} |\n"
+        )
+    for title, cases in (
+        ("Mixture-of-experts throughput, public runs", SPEED),
+        ("Mixture-of-experts throughput, runs kept for checking", SPEED_CHECKS),
+    ):
+        out.append(
+            f"\n## {title}\n\n| Case | GPUs | Measured tok/s | Predicted | Ratio | Layout |\n"
+            "|---|---|---|---|---|---|\n"
+        )
+        for case in cases:
+            rate, layout = case.predicted()
+            out.append(
+                f"| `{case.case_id}` | {case.gpus} × {case.gpu} | {case.measured:.0f} | "
+                f"{rate:.0f} | {rate / case.measured:.2f} | {layout} |\n"
+            )
+    return "".join(out)
 
 
 def _constant_notes(source: str) -> dict[str, str]:
