@@ -35,6 +35,7 @@ from pipeline.base import utc_now
 from pipeline.collection.schedule import Collector
 from pipeline.market.serving import OfferServer
 from pipeline.settings import Settings
+from pipeline.workload.hub import ModelHub
 from warehouse import Warehouse
 
 __all__ = ["create_app"]
@@ -97,6 +98,7 @@ def create_app(
         telemetry=dict.fromkeys(("tracing", "metrics", "logs"), settings.opentelemetry),
     )
     app.state.settings = settings
+    app.state.model_hub = ModelHub.from_env(settings.model_configs_dir)
     app.state.clock = clock
     app.state.client_factory = client_factory  # what collections asked over HTTP fetch with
     app.state.collector = None

@@ -200,6 +200,12 @@ class Settings(BaseSettings):
         "every cache kept beside them; each cache's byte bound is a share of it",
     )
 
+    hf_cache_dir: Path | None = Field(
+        default=None,
+        description="Where Hugging Face config.json files fetched for quotes are kept (default: "
+        "hf_configs beside `db`); HF_ENDPOINT and HF_TOKEN are read as huggingface_hub reads them",
+    )
+
     @field_validator("providers", "standby_for", mode="before")
     @classmethod
     def _split(cls, value: Any) -> Any:
@@ -220,9 +226,7 @@ class Settings(BaseSettings):
             raise ValueError("lease_ttl must be positive")
         if self.warehouse is not None:
             try:
-                parse_target(
-                    self.warehouse, self.lake_data_path, self.lake_expire_snapshots_after
-                )
+                parse_target(self.warehouse, self.lake_data_path, self.lake_expire_snapshots_after)
             except WarehouseError as exc:
                 raise ValueError(str(exc)) from None
         return self
@@ -232,9 +236,15 @@ class Settings(BaseSettings):
         """What `Warehouse.open` opens: `warehouse` when set, else the `db` file."""
         if self.warehouse is None:
             return self.db
-        return parse_target(
-            self.warehouse, self.lake_data_path, self.lake_expire_snapshots_after
-        )
+        return parse_target(self.warehouse, self.lake_data_path, self.lake_expire_snapshots_after)
+
+    @property
+    def model_configs_dir(self) -> Path | None:
+        """Where fetched config.json files are kept: `hf_cache_dir`, else beside the `db` file
+        (None for an in-memory database: kept in the process only)."""
+        if self.hf_cache_dir is not None:
+            return self.hf_cache_dir
+        return None if str(self.db) == ":memory:" else self.db.parent / "hf_configs"
 
     def quality_bounds(self) -> QualityBounds:
         """The thresholds a run's quality is judged by (`pipeline.collection.quality`)."""

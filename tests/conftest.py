@@ -50,7 +50,7 @@ def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
     for name in list(os.environ):
-        if name.startswith("GPUPRICES_") or name.endswith("_API_KEY"):
+        if name.startswith("GPUPRICES_") or name.endswith("_API_KEY") or name.startswith("HF_"):
             monkeypatch.delenv(name)
 
 

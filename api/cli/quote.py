@@ -40,6 +40,7 @@ from api.rest.schemas_quotes import (
 from pipeline.errors import PipelineError, UnknownGpuError, WorkloadError
 from pipeline.market.scope import OfferScope
 from pipeline.workload.architectures import model_key
+from pipeline.workload.hub import ModelHub
 from pipeline.workload.model import (
     LayoutChoice,
     LoraTargets,
@@ -69,8 +70,12 @@ class Emit(StrEnum):
     DSTACK = "dstack"
 
 
+_OPTION_OF = {"config": "--hf-config"}
+"""Workload fields whose option is spelled otherwise (`--config` is the settings file)."""
+
+
 def _option(field: str) -> str:
-    return "--" + field.replace("_", "-")
+    return _OPTION_OF.get(field, "--" + field.replace("_", "-"))
 
 
 def _read_config(path: Path) -> dict[str, Any]:
@@ -206,7 +211,11 @@ def _print_quotes(result: QuotesOut) -> None:
 def quote(
     scope: OfferScope,
     model: Annotated[
-        str | None, typer.Option(help="A known model (GET /models), e.g. Llama-3.1-8B")
+        str | None,
+        typer.Option(
+            help="A listed model (gpuprices models), e.g. Llama-3.1-8B, or any Hugging Face id "
+            "(owner/name: its config.json is fetched once and kept beside the database)"
+        ),
     ] = None,
     hf_config: Annotated[
         Path | None,
@@ -339,7 +348,9 @@ def quote(
         "layout": layout,
     }
     try:  # checked here first: a bad workload is a usage error naming the option
-        workload = Workload.build(config=hf_config_body, **workload_fields)
+        settings = load_settings(db, config)
+        hub = ModelHub.from_env(settings.model_configs_dir)
+        workload = Workload.build(config=hf_config_body, hub=hub, **workload_fields)
         if gpu is not None:
             form = str(form_factor) if form_factor else None
             result: QuotesOut | HardwareOut = hardware_out(
@@ -356,7 +367,6 @@ def quote(
                 include_spot=include_spot,
                 top=top,
             )
-            settings = load_settings(db, config)
             remote = remote_for(settings, api)
             if remote is not None:
                 body = {

@@ -20,6 +20,7 @@ from pipeline.collection.schedule import Collector
 from pipeline.market.freshness import ProviderFreshness
 from pipeline.market.serving import OfferServer
 from pipeline.settings import Settings
+from pipeline.workload.hub import ModelHub
 from warehouse import Warehouse
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "CollectorDep",
     "FreshnessDep",
     "HEAVY_WORKERS",
+    "ModelHubDep",
     "OfferServerDep",
     "OffloadDep",
     "ResolverDep",
@@ -68,11 +70,18 @@ async def get_collector(request: Request) -> Collector | None:
     return collector
 
 
+async def get_model_hub(request: Request) -> ModelHub:
+    """Where a quote's Hugging Face id gets its config.json (kept beside the database)."""
+    hub: ModelHub = request.app.state.model_hub
+    return hub
+
+
 WarehouseDep = Annotated[Warehouse, Depends(get_warehouse)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 ClockDep = Annotated[Callable[[], datetime], Depends(get_clock)]
 CollectorDep = Annotated[Collector | None, Depends(get_collector)]
 OfferServerDep = Annotated[OfferServer, Depends(get_offer_server)]
+ModelHubDep = Annotated[ModelHub, Depends(get_model_hub)]
 
 
 async def get_freshness(

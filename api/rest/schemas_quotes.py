@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from api.rest.schemas import OfferOut
 from api.rest.schemas_index import QuoteHistoryOut, quote_history_out
 from pipeline.market.scope import Name, OfferScope, front_end_model
+from pipeline.workload.hub import ModelHub
 from pipeline.workload.model import MAX_SEQ_LEN, MemoryEstimate, Workload
 from pipeline.workload.quotes import (
     QUOTE_SCOPE,
@@ -99,7 +100,8 @@ class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]
 
     model: Name | None = Field(
         None,
-        description="A known model (GET /models)",
+        description="A catalog model (GET /models) by name or Hugging Face id, or any Hugging "
+        "Face id (owner/name): its config.json is fetched once and kept",
         examples=["Llama-3.1-8B"],
     )
     params_b: float | None = Field(
@@ -150,15 +152,22 @@ class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]
         1, ge=1, le=MAX_TOP, description=f"Quotes to return, cheapest first (at most {MAX_TOP:,})"
     )
 
-    def workload(self, config: dict[str, Any] | None = None) -> Workload:
-        """The job: every option this query shares with `Workload`, from one of its sources."""
+    def workload(
+        self, config: dict[str, Any] | None = None, hub: ModelHub | None = None
+    ) -> Workload:
+        """The job: every option this query shares with `Workload`, from one of its sources
+        (`hub`: where a Hugging Face id's config.json comes from)."""
         fields = type(self).model_fields
         options = {name: getattr(self, name) for name in _WORKLOAD_OPTIONS if name in fields}
-        return Workload.build(model=self.model, config=config, params_b=self.params_b, **options)
+        return Workload.build(
+            model=self.model, config=config, params_b=self.params_b, hub=hub, **options
+        )
 
-    def request(self, config: dict[str, Any] | None = None) -> QuoteRequest:
+    def request(
+        self, config: dict[str, Any] | None = None, hub: ModelHub | None = None
+    ) -> QuoteRequest:
         return QuoteRequest(
-            workload=self.workload(config),
+            workload=self.workload(config, hub),
             scope=OfferScope.model_validate(self.model_dump(include=QUOTE_SCOPE)),
             max_hours=self.max_hours,
             max_cost_usd=self.max_cost_usd,
@@ -186,9 +195,11 @@ class TaskIn(QuoteIn):
         1, ge=1, le=MAX_TOP, description="Which quote, cheapest first (1: the cheapest)"
     )
 
-    def request(self, config: dict[str, Any] | None = None) -> QuoteRequest:
+    def request(
+        self, config: dict[str, Any] | None = None, hub: ModelHub | None = None
+    ) -> QuoteRequest:
         """The quotes up to `pick` at least."""
-        request = super().request(config)
+        request = super().request(config, hub)
         return dataclasses.replace(request, top=max(self.top, self.pick))
 
 

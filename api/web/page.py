@@ -37,6 +37,7 @@ from pipeline.market.quality import provider_health
 from pipeline.market.serving import OfferServer
 from pipeline.settings import Settings
 from pipeline.workload.architectures import known_models
+from pipeline.workload.hub import ModelHub
 from pipeline.workload.quotes import quote_offers
 from scrapers.models import Pricing
 from warehouse import Warehouse
@@ -123,7 +124,9 @@ def _offer_query(query: PageQuery) -> OfferQuery:
     )
 
 
-def _quote(server: OfferServer, query: PageQuery, form: WorkloadForm) -> QuotesOut:
+def _quote(
+    server: OfferServer, query: PageQuery, form: WorkloadForm, hub: ModelHub | None
+) -> QuotesOut:
     """The workload's quotes over the in-memory offers `server` holds (no warehouse read)."""
     workload = WorkloadQuery.model_validate(
         {
@@ -138,7 +141,8 @@ def _quote(server: OfferServer, query: PageQuery, form: WorkloadForm) -> QuotesO
             "top": QUOTES_SHOWN,
         }
     )
-    return quotes_out(quote_offers(server.warehouse, workload.request(), offers=server.offers))
+    request = workload.request(hub=hub)
+    return quotes_out(quote_offers(server.warehouse, request, offers=server.offers))
 
 
 def _now_prices(rows: Sequence[Mapping[str, Any]]) -> dict[SeriesKey, NowPrice]:
@@ -191,7 +195,9 @@ def page_data(
     query: PageQuery,
     now: datetime,
     freshness: Sequence[ProviderFreshness],
+    hub: ModelHub | None = None,
 ) -> PageData:
+    """`hub`: where a Hugging Face id typed in the quote form gets its config.json."""
     warehouse = server.warehouse
     page = PageData(
         query=query,
@@ -242,7 +248,7 @@ def page_data(
         page.chart = build_chart(history, now, _now_prices(available), intervals)
         page.index_chart = _index_chart(warehouse, page.chart_gpu, query.interval, now)
     try:  # the page leads with a quote: the default job's until the form asks for another
-        page.quotes = _quote(server, query, query.workload or WorkloadForm())
+        page.quotes = _quote(server, query, query.workload or WorkloadForm(), hub)
     except ValidationError as exc:
         page.errors["quotes"] = _validation_message(exc)
     except PipelineError as exc:

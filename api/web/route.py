@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from api.rest.deps import ClockDep, FreshnessDep, OfferServerDep, SettingsDep
+from api.rest.deps import ClockDep, FreshnessDep, ModelHubDep, OfferServerDep, SettingsDep
 from api.web import PageQuery, mount_static, page_data, templates
 
 __all__ = ["mount_static", "router"]
@@ -20,11 +20,12 @@ def page(
     settings: SettingsDep,
     clock: ClockDep,
     freshness: FreshnessDep,
+    hub: ModelHubDep,
 ) -> HTMLResponse:
     """Cheapest offers, price history, workload quotes and provider health, as one HTML page;
     its offers from the same in-memory answer as `/offers`."""
     query = PageQuery.from_params(request.query_params)
-    data = page_data(server, settings, query, clock(), freshness)
+    data = page_data(server, settings, query, clock(), freshness, hub)
     status = 422 if data.errors or query.problems else 200
     context = {"page": data, "demo": settings.demo}
     return templates().TemplateResponse(request, "page.html", context, status_code=status)

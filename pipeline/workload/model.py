@@ -29,8 +29,8 @@ from pipeline.workload.architectures import (
     Architecture,
     fallback_architecture,
     from_config,
-    lookup_model,
 )
+from pipeline.workload.hub import ModelHub, resolve_model
 
 __all__ = [
     "GIB",
@@ -218,13 +218,15 @@ class Workload:
         config: Mapping[str, Any] | None = None,
         params_b: float | None = None,
         method: Method,
+        hub: ModelHub | None = None,
         **options: Any,
     ) -> Workload:
-        """From exactly one of a known model name, a parsed `config.json` or a size in B."""
+        """From exactly one of a model name (the catalog, else with a `hub` any Hugging Face id:
+        `pipeline.workload.hub.resolve_model`), a parsed `config.json` or a size in B."""
         if sum(source is not None for source in (model, config, params_b)) != 1:
             raise WorkloadError("model", "give exactly one of model, config or params_b")
         if model is not None:
-            arch = lookup_model(model)
+            arch = resolve_model(model, hub)
         elif config is not None:
             arch = from_config(config)
         else:

@@ -67,7 +67,7 @@ def test_choosing_h100_filters_the_table_and_redraws_the_chart(page):
 
 def test_the_workload_form_returns_ranked_quotes(page):
     page.goto("/")
-    page.select_option("#model", "Llama-3.1-8B")
+    page.fill("#model", "Llama-3.1-8B")
     page.select_option("#method", "qlora")
     page.fill("#tokens", "50M")
     page.fill("#seq_len", "2048")

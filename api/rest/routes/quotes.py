@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Response
 from pydantic import TypeAdapter
 
-from api.rest.deps import OffloadDep, WarehouseDep
+from api.rest.deps import ModelHubDep, OffloadDep, WarehouseDep
 from api.rest.schemas_models import ModelsPage, models_page
 from api.rest.schemas_quotes import (
     QuoteIn,
@@ -49,14 +49,16 @@ def _quote(warehouse: Warehouse, request: QuoteRequest) -> Response:
 
 
 @router.post("/quotes", response_model=QuotesOut, summary="Rank offers by total job cost")
-async def post_quotes(body: QuoteIn, warehouse: WarehouseDep, offload: OffloadDep) -> Response:
+async def post_quotes(
+    body: QuoteIn, warehouse: WarehouseDep, hub: ModelHubDep, offload: OffloadDep
+) -> Response:
     """Memory per GPU, the fewest GPUs, hours and total cost of the job on each current offer.
 
     Feasible offers come cheapest in total first (then fastest, then most memory headroom);
     `skipped` says why each other group of offers cannot run it. Spot offers are ranked only
     with `include_spot` (or `pricing=spot`), each with its interruption risk.
     """
-    return await offload(lambda: _quote(warehouse, body.request(body.config)))
+    return await offload(lambda: _quote(warehouse, body.request(body.config, hub)))
 
 
 YAML = "application/yaml"
@@ -68,14 +70,16 @@ YAML = "application/yaml"
     summary="A SkyPilot or dstack task file for one quote",
     responses={200: {"content": {YAML: {}}, "description": "The task file (YAML)"}},
 )
-async def post_quote_task(body: TaskIn, warehouse: WarehouseDep, offload: OffloadDep) -> Response:
+async def post_quote_task(
+    body: TaskIn, warehouse: WarehouseDep, hub: ModelHubDep, offload: OffloadDep
+) -> Response:
     """The `POST /quotes` body plus `launcher` and `pick`: the task file that runs quote number
     `pick` (the cheapest by default) with the settings its estimate assumed, as
     `gpuprices quote --emit` prints it. An offer on a cloud the launcher cannot run on is a 422
     naming the clouds it can (choose another `pick`)."""
 
     def write() -> str:
-        ranked = quote_offers(warehouse, body.request(body.config), with_history=False)
+        ranked = quote_offers(warehouse, body.request(body.config, hub), with_history=False)
         return task_file(ranked, body.launcher, body.pick)
 
     return Response(await offload(write), media_type=YAML)
@@ -83,14 +87,18 @@ async def post_quote_task(body: TaskIn, warehouse: WarehouseDep, offload: Offloa
 
 @router.get("/offers/best", response_model=QuotesOut, summary="The cheapest offer for a job")
 async def best_offer(
-    query: Annotated[WorkloadQuery, Query()], warehouse: WarehouseDep, offload: OffloadDep
+    query: Annotated[WorkloadQuery, Query()],
+    warehouse: WarehouseDep,
+    hub: ModelHubDep,
+    offload: OffloadDep,
 ) -> Response:
     """`POST /quotes` as one line: `?model=Llama-3.1-8B&method=qlora&tokens=50M` (top=1)."""
-    return await offload(lambda: _quote(warehouse, query.request()))
+    return await offload(lambda: _quote(warehouse, query.request(hub=hub)))
 
 
 @router.get("/models", response_model=ModelsPage, summary="The model catalog")
 def list_models() -> ModelsPage:
     """The catalog: each model with its total and active parameters, dense or MoE, context
-    length and source. A quote also takes a `config.json` of a model not listed."""
+    length and source. A quote also takes any Hugging Face id (`owner/name`: its config.json
+    fetched once and kept) or a `config.json` itself."""
     return models_page()

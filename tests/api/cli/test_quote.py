@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import httpx
 import pytest
+import respx
 import typer
 from typer.testing import CliRunner
 
@@ -326,3 +328,69 @@ def test_an_offer_on_a_cloud_the_launcher_cannot_run_is_one_line_and_exit_1(db_p
 def test_emit_with_given_hardware_is_a_usage_error():
     result = run(*QLORA_70B_ARGS, "--gpu", "H100", "--gpus", "8", "--emit", "skypilot")
     assert result.exit_code == 2 and "Invalid value for --emit" in result.output
+
+
+# --- any Hugging Face id (the Hub: a respx mock at HF_ENDPOINT) ----------------------------------
+
+HUB = "http://127.0.0.1:9/hub"
+TINY = "TinyLlama/TinyLlama-1.1B-Chat-v1.0"
+TINY_BODY = (
+    FIXTURES / "hf_configs" / "TinyLlama--TinyLlama-1.1B-Chat-v1.0.config.json"
+).read_bytes()
+
+
+def hub_run(*args: str, token: str = ""):
+    env = {"HF_ENDPOINT": HUB, "HF_TOKEN": token}
+    return CliRunner().invoke(cli(), ["quote", *args], env=env)
+
+
+def test_a_hugging_face_id_is_fetched_once_then_quoted_from_the_kept_config(snapshot):
+    job = ("--model", TINY, "--method", "lora", "--tokens", "50M", "--db", str(snapshot))
+    with respx.mock(assert_all_mocked=True) as hub:
+        route = hub.get(f"{HUB}/{TINY}/resolve/main/config.json").mock(
+            return_value=httpx.Response(200, content=TINY_BODY)
+        )
+        first = hub_run(*job, "--format", "json", token="hf_cli_token")
+        second = hub_run(*job)
+    assert first.exit_code == 0, first.output
+    assert json.loads(first.stdout)["workload"]["model"] == TINY
+    assert second.exit_code == 0, second.output and TINY in second.output
+    assert route.call_count == 1
+    assert route.calls.last.request.headers["Authorization"] == "Bearer hf_cli_token"
+    assert "hf_cli_token" not in first.output + second.output
+
+
+@pytest.mark.parametrize(
+    ("status", "words"),
+    [(404, "no model 'nobody/nothing' on the Hugging Face Hub"), (401, "set HF_TOKEN")],
+)
+def test_a_missing_or_gated_id_is_one_usage_line(snapshot, status, words):
+    with respx.mock(assert_all_mocked=True) as hub:
+        hub.get(f"{HUB}/nobody/nothing/resolve/main/config.json").mock(
+            return_value=httpx.Response(status)
+        )
+        result = hub_run(
+            "--model", "nobody/nothing", "--method", "lora", "--tokens", "5M", "--db", str(snapshot)
+        )
+    assert result.exit_code == 2
+    assert "Invalid value for --model" in result.output and words in result.output
+    assert "Traceback" not in result.output
+
+
+def test_no_network_names_hf_config(snapshot):
+    with respx.mock(assert_all_mocked=True) as hub:
+        hub.get(f"{HUB}/{TINY}/resolve/main/config.json").mock(
+            side_effect=httpx.ConnectError("unreachable")
+        )
+        result = hub_run(
+            "--model", TINY, "--method", "lora", "--tokens", "5M", "--db", str(snapshot)
+        )
+    assert result.exit_code == 2 and "--hf-config" in result.output
+
+
+def test_an_unusable_config_file_names_hf_config_not_the_settings_file(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"hidden_size": 4096}))
+    result = run("--hf-config", str(config), "--method", "lora", "--gpu", "L40S", "--gpus", "1")
+    assert result.exit_code == 2
+    assert "Invalid value for --hf-config" in result.output and "missing" in result.output
