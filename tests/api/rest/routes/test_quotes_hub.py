@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import anyio
 import httpx
 import pytest
 import respx
@@ -79,3 +80,21 @@ def test_the_page_quotes_an_id_typed_in_the_form(api, hf) -> None:
     page = api.get("/", params={**JOB, "seq_len": "2048"})
     assert page.status_code == 200, page.text[:500]
     assert f'value="{TINY}"' in page.text and TINY in page.text.split('id="quotes-summary"')[1]
+
+
+def test_the_mcp_quote_tool_takes_a_hugging_face_id(api, hf) -> None:
+    """The MCP `quote` tool is `POST /quotes`: the same resolver, the same kept config."""
+    from mcp import Client
+
+    from api.mcp import in_process_server
+
+    route = hf.get(TINY_URL).mock(return_value=httpx.Response(200, content=TINY_BODY))
+
+    async def ask():
+        async with Client(in_process_server(api.app)) as client:
+            return [await client.call_tool("quote", JOB) for _ in range(2)]
+
+    first, second = anyio.run(ask)
+    assert not first.is_error and first.structured_content["workload"]["model"] == TINY
+    assert second.structured_content["quotes"] == first.structured_content["quotes"]
+    assert route.call_count == 1
