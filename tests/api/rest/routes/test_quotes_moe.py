@@ -56,3 +56,13 @@ def test_the_task_file_carries_layout_and_expert_parallel_size(quotes_client):
     assert settings["layout"] == "expert-parallel"
     assert settings["expert_parallel_size"] == ranked["quotes"][pick - 1]["gpus"]
     assert "megatron.json" in task["setup"]
+
+
+def test_the_mcp_quote_tool_takes_layout_experts_bits_and_lora_on_experts(quotes_client):
+    from api.mcp import tool_list
+
+    (tool,) = [t for t in tool_list(quotes_client.get("/openapi.json").json()) if t.name == "quote"]
+    properties = tool.input_schema["properties"]
+    assert "expert-parallel" in json.dumps(properties["layout"])
+    assert "16" in json.dumps(properties["experts_bits"])
+    assert "experts" in json.dumps(properties["lora_targets"])
