@@ -160,8 +160,9 @@ MEASURED_ERROR: Mapping[str, tuple[float, float, int]] = {
     "moe": (1.32, 1.0, 6),
 }
 MOE_PCIE_NOTE = (
-    "mixture-of-experts across {n} × {gpu} without NVLink: the experts' all-to-all and gathers "
-    "cross PCIe, timed at PCIe bandwidth; MoE jobs on several GPUs want NVLink (SXM / HGX)"
+    "mixture-of-experts across {n} × {gpu} without NVLink: the traffic between GPUs (gradients; "
+    "the experts' all-to-all and gathers when split) crosses PCIe, timed at PCIe bandwidth; MoE "
+    "jobs on several GPUs want NVLink (SXM / HGX)"
 )
 SECONDS_PER_HOUR = 3600
 TFLOPS = 1e12
