@@ -13,8 +13,10 @@ beside the control that caused it, and the rest of the page still renders.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping, Sequence
+import threading
+import weakref
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -45,6 +47,8 @@ from warehouse import Warehouse
 __all__ = ["GpuGroup", "PageData", "page_data"]
 
 QUOTES_SHOWN = 10
+QUOTES_KEPT = 32
+"""Quotes the page keeps per server (`_QuoteMemo`), the least recently shown dropped first."""
 OFFERS_SHOWN = 500
 """Offers the table lists in the `all` view (the first in the order asked); the rest are a
 link to `/offers` with the same filters."""
@@ -124,10 +128,45 @@ def _offer_query(query: PageQuery) -> OfferQuery:
     )
 
 
+class _QuoteMemo:
+    """The page's last quotes per server: every view leads with one, and ranking every offer
+    takes a second of CPU at 100,000 offers, so a view that changes only the chart, a sort or
+    the GPU order reuses the quote made for the same snapshots, workload and filters."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: weakref.WeakKeyDictionary[OfferServer, OrderedDict[Hashable, QuotesOut]]
+        self._kept = weakref.WeakKeyDictionary()
+
+    def get(self, server: OfferServer, key: Hashable, make: Callable[[], QuotesOut]) -> QuotesOut:
+        with self._lock:
+            kept = self._kept.setdefault(server, OrderedDict())
+            if key in kept:
+                kept.move_to_end(key)
+                return kept[key]
+        made = make()  # outside the lock: two first views may both rank, never wait on each other
+        with self._lock:
+            kept[key] = made
+            while len(kept) > QUOTES_KEPT:
+                kept.popitem(last=False)
+        return made
+
+
+_quote_memo = _QuoteMemo()
+
+
 def _quote(
     server: OfferServer, query: PageQuery, form: WorkloadForm, hub: ModelHub | None
 ) -> QuotesOut:
-    """The workload's quotes over the in-memory offers `server` holds (no warehouse read)."""
+    """The workload's quotes over the in-memory offers `server` holds (no warehouse read), made
+    once per snapshots in force, workload and filters (`_QuoteMemo`; `hub` is the app's)."""
+    key = (server.version(), form, query.gpu, query.provider, query.pricing)
+    return _quote_memo.get(server, key, lambda: _make_quote(server, query, form, hub))
+
+
+def _make_quote(
+    server: OfferServer, query: PageQuery, form: WorkloadForm, hub: ModelHub | None
+) -> QuotesOut:
     workload = WorkloadQuery.model_validate(
         {
             "model": form.model,

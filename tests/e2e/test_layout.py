@@ -62,6 +62,7 @@ def test_the_quote_form_and_its_answer_come_first(tab, artifacts):
     assert form_top <= FIRST_SCREENS * viewport["height"]
     first = tab.locator("#quotes-table tbody tr").first  # the default job, quoted at once
     assert first.is_visible() and "$" in first.locator(".price").text_content()
+    assert _top_of(tab, "#quotes-table tbody tr") <= FIRST_SCREENS * viewport["height"]
     sections = tab.eval_on_selector_all("main > section", "ss => ss.map(s => s.id)")
     assert sections[0] == "quotes"
     assert sections.index("gpus") < sections.index("history") < sections.index("offers")

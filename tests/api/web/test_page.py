@@ -62,3 +62,27 @@ def test_the_cheapest_view_counts_every_offer_of_each_group(client):
     assert len(rows) == len(groups)
     summary = page.select_one("#offers-summary").get_text()
     assert f"{len(groups)} of {len(offers)} offers" in summary
+
+
+def test_the_lead_quote_is_ranked_once_per_snapshot_workload_and_filters(client, collected):
+    import pipeline.workload.quotes as quotes
+    from pipeline.collection.collect import run_collection
+    from tests.conftest import FIXTURES
+
+    with patch.object(quotes, "rank_offers", wraps=quotes.rank_offers) as ranked:
+        first = soup(client.get("/")).select_one("#quotes-summary").get_text()
+        for params in ({"interval": "1d"}, {"gpu_sort": "vram"}, {"view": "all"}):
+            page = soup(client.get("/", params=params))  # the same job over the same offers
+            assert page.select_one("#quotes-summary").get_text() == first
+        assert ranked.call_count == 1
+        client.get("/", params={"pricing": "on_demand"})  # other filters: ranked anew
+        client.get("/", params={"model": "Qwen2.5-7B", "method": "lora", "tokens": "10M"})
+        assert ranked.call_count == 3
+        run_collection(  # a new snapshot in force: the default job is ranked again over it
+            ["vastai"],
+            collected,
+            replays={"vastai": FIXTURES / "vastai_bundles.json"},
+            now=lambda: OBSERVED_AT + timedelta(minutes=1),
+        )
+        client.get("/")
+        assert ranked.call_count == 4
