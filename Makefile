@@ -30,7 +30,8 @@ run: $(RUN_STAMP)
 	$(BIN)/gpuprices serve --port 8000
 
 # The whole product offline: data/demo.duckdb filled from recorded answers shipped with the
-# package (two days of hourly history ending now), served on http://127.0.0.1:8000/ as demo data.
+# package (two days of hourly history ending now, past prices moved by a seeded walk), served on
+# http://127.0.0.1:8000/ as demo data.
 demo: $(RUN_STAMP)
 	$(BIN)/gpuprices demo --port 8000
 

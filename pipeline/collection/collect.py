@@ -48,7 +48,15 @@ from warehouse.quality import insert_quality
 from warehouse.queries import insert_run
 from warehouse.rates import insert_rates
 
-__all__ = ["RunReport", "Stage", "provider_module", "run_collection", "store_run", "utc_now"]
+__all__ = [
+    "Adjust",
+    "RunReport",
+    "Stage",
+    "provider_module",
+    "run_collection",
+    "store_run",
+    "utc_now",
+]
 
 logger = logging.getLogger(__name__)
 MAX_QUARANTINE_ROWS = 1000
@@ -57,6 +65,9 @@ counts them all. One upload of 10,000 bad records once grew the database by 30 M
 
 Stage = Literal["fetching", "parsing", "storing", "ok", "failed"]
 ProgressCallback = Callable[[str, Stage], None]
+Adjust = Callable[[str, ParseResult], ParseResult]
+"""Applied to a provider's parsed offers (by its name) before conversion: the demo's seeded price
+movement (pipeline/collection/demo.py); a real collection stores what was parsed."""
 REPLAY_PLACEHOLDER_KEY = "replay"
 """Sent as the key when a replayed provider needs one and none is set (nothing leaves)."""
 
@@ -110,6 +121,7 @@ def _collect_one(
     progress: ProgressCallback,
     should_stop: Callable[[], bool],
     bounds: QualityBounds,
+    adjust: Adjust | None = None,
 ) -> RunReport | None:
     started = time.perf_counter()
     started_at = now()
@@ -186,7 +198,10 @@ def _collect_one(
             found = [(r.rate_date, r.currency, r.rate) for r in parse_rates(payload)]
             rates = rates_table(provider.NAME, RATE_BASE, found, run_id, observed)
         else:
-            parsed = to_usd(provider.parse(payload, observed), warehouse_rates(warehouse))
+            parsed = provider.parse(payload, observed)
+            if adjust is not None:
+                parsed = adjust(provider.NAME, parsed)
+            parsed = to_usd(parsed, warehouse_rates(warehouse))
             result = normalize(parsed, catalog)
     except (ProviderError, PipelineError) as exc:  # a cancelled fetch is abandoned below
         failure = failure_words(exc)
@@ -270,6 +285,7 @@ def run_collection(
     progress: ProgressCallback | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     bounds: QualityBounds | None = None,
+    adjust: Adjust | None = None,
 ) -> list[RunReport]:
     """Collect each named provider in turn; one transaction and one report per provider.
 
@@ -295,6 +311,7 @@ def run_collection(
             progress=progress or (lambda _name, _stage: None),
             should_stop=should_stop,
             bounds=bounds or QualityBounds(),
+            adjust=adjust,
         )
         for module in modules
     )

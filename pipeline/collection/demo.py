@@ -1,31 +1,48 @@
 """The demo: a database of its own, filled from recorded provider answers shipped with the
 package, so that a newcomer sees every part of the product with no provider reachable.
 
-`fill_demo` replays each recorded answer (`pipeline/data/demo/<provider>.*`) once an hour over
-the past `DEMO_HISTORY` (the chart has lines, the 24 h change a value), the last replay now, so
-the offers are fresh. `demo_settings` makes `serve` keep replaying them on schedule (so they stay
-fresh while it runs) and labels everything as demo data (`demo = true`).
+`fill_demo` replays each recorded answer (`pipeline/data/demo/<provider>.*`, a file or a folder
+of answers; every registered provider has one, the ECB's rates included) once an hour over the
+past `DEMO_HISTORY`, the last replay now, so the offers are fresh.
+
+The recordings are one answer each, so replayed alone every chart would be flat. The past replays
+therefore move prices by a seeded random walk, one per provider and pricing (`demo_price_factor`):
+going back from now, each hour multiplies the recorded prices by 1 ± up to `DEMO_STEP_PERCENT`
+(spot moves more than on-demand), never further than `DEMO_MAX_PERCENT` from them. The last
+replay is the recording itself, so the offers now are exactly the recorded ones. Made-up movement,
+labelled like the rest: `demo_settings` marks everything as demo data (`demo = true`) and makes
+`serve` keep replaying the recordings on schedule (so they stay fresh while it runs).
 """
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from functools import cache
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline.base import utc_now
 from pipeline.collection.collect import RunReport
 from pipeline.collection.runs import collect
 from pipeline.settings import Settings
-from scrapers import PROVIDERS
+from scrapers import PROVIDERS, ParseResult, Pricing
 from warehouse import Warehouse
 
 __all__ = [
     "DEMO_DB",
     "DEMO_DIR",
     "DEMO_HISTORY",
+    "DEMO_MAX_PERCENT",
+    "DEMO_SEED",
     "DEMO_STEP",
+    "DEMO_STEP_PERCENT",
     "demo_bodies",
+    "demo_price_factor",
+    "demo_prices",
     "demo_settings",
     "fill_demo",
 ]
@@ -37,6 +54,46 @@ DEMO_DB = Path("data/demo.duckdb")
 DEMO_HISTORY = timedelta(days=2)
 DEMO_STEP = timedelta(hours=1)
 """One replay an hour: hourly chart buckets join into lines."""
+DEMO_SEED = 42
+"""The seed of every demo price walk: the same demo each time it is built."""
+DEMO_STEP_PERCENT: dict[str, float] = {Pricing.SPOT: 4.0, Pricing.ON_DEMAND: 1.0}
+"""The most one hour moves a demo price, per pricing (spot markets move more)."""
+DEMO_MAX_PERCENT = 20.0
+"""The furthest a demo price strays from its recording."""
+_PRICE_COLUMNS = ("price_per_hour", "price_per_gpu_hour")
+
+
+@cache
+def _walk(provider: str, pricing: str, hours: int) -> tuple[float, ...]:
+    rng = random.Random(f"{DEMO_SEED}:{provider}:{pricing}")
+    step = DEMO_STEP_PERCENT.get(pricing, DEMO_STEP_PERCENT[Pricing.ON_DEMAND]) / 100
+    bound = DEMO_MAX_PERCENT / 100
+    factors = [1.0]
+    for _ in range(hours):
+        moved = factors[-1] * (1 + rng.uniform(-step, step))
+        factors.append(min(max(moved, 1 - bound), 1 + bound))
+    return tuple(factors)
+
+
+def demo_price_factor(provider: str, pricing: str, hours_ago: int) -> float:
+    """What the demo multiplies `provider`'s recorded `pricing` prices by `hours_ago` hours
+    before now (1.0 now): a seeded walk, the same for every build."""
+    return _walk(provider, pricing, hours_ago)[hours_ago]
+
+
+def demo_prices(provider: str, result: ParseResult, hours_ago: int) -> ParseResult:
+    """`result` with its prices moved as the demo moves them `hours_ago` hours before now."""
+    if hours_ago == 0 or result.offer_count == 0:
+        return result
+    table = result.table
+    pricing = table["pricing"].to_pylist()
+    factors = pa.array(
+        [demo_price_factor(provider, str(p), hours_ago) for p in pricing], pa.float64()
+    )
+    for name in _PRICE_COLUMNS:
+        index = table.schema.get_field_index(name)
+        table = table.set_column(index, name, pc.multiply(table[name], factors))
+    return ParseResult(table=table, rejects=result.rejects)
 
 
 def demo_bodies(folder: Path = DEMO_DIR) -> dict[str, Path]:
@@ -70,16 +127,18 @@ def fill_demo(
     step: timedelta = DEMO_STEP,
 ) -> list[RunReport]:
     """Replay every recorded answer at `step`s over the past `history` (`DEMO_HISTORY`), the
-    last one now."""
+    last one now, past prices moved by `demo_prices`."""
     bodies = demo_bodies()
     end = now()
     count = int((history if history is not None else DEMO_HISTORY) / step)
     reports: list[RunReport] = []
     for back in range(count, -1, -1):
         at = end - step * back
+        hours_ago = int(step * back / timedelta(hours=1))
         collected = collect(
             list(bodies), warehouse, settings, now=lambda at=at: at, observed_at=at,
             replays=bodies,
+            adjust=lambda name, result, hours=hours_ago: demo_prices(name, result, hours),
         )
         reports.extend(collected.reports)
     return reports

@@ -13,7 +13,7 @@ import httpx
 
 from pipeline.alerts import evaluate_alerts
 from pipeline.base import utc_now
-from pipeline.collection.collect import ProgressCallback, RunReport, run_collection
+from pipeline.collection.collect import Adjust, ProgressCallback, RunReport, run_collection
 from pipeline.settings import Settings
 from scrapers import build_client
 from warehouse import Warehouse
@@ -39,6 +39,7 @@ def collect(
     client_factory: Callable[[], httpx.Client] = build_client,
     progress: ProgressCallback | None = None,
     should_stop: Callable[[], bool] = lambda: False,
+    adjust: Adjust | None = None,
 ) -> Collected:
     """Collect `names` (one transaction each), then evaluate the alert rules once."""
     reports = run_collection(
@@ -52,6 +53,7 @@ def collect(
         progress=progress,
         should_stop=should_stop,
         bounds=settings.quality_bounds(),
+        adjust=adjust,
     )
     if should_stop():  # shutting down (or the lease moved): the next run evaluates
         return Collected(reports, [])

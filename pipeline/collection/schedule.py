@@ -97,9 +97,12 @@ LOCAL_PROVIDER_SUFFIX = ".url"
 
 
 def _replay_file(directory: Path, provider: str) -> Path | None:
-    """Testing only (`replay_dir`): the saved body `<dir>/<provider>.*`, if there is one; or
-    `<provider>.url`, a loopback URL that the provider's requests are all sent to instead."""
+    """Testing and the demo (`replay_dir`): the saved body `<dir>/<provider>.*` or folder of
+    answers `<dir>/<provider>/`, if there is one; or `<provider>.url`, a loopback URL that the
+    provider's requests are all sent to instead."""
     found = sorted(directory.glob(f"{provider}.*"))
+    if not found and (directory / provider).is_dir():
+        return directory / provider
     return found[0] if found else None
 
 

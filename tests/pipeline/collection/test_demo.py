@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+import threading
+from datetime import UTC, datetime, timedelta
 
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
@@ -10,28 +11,64 @@ from typer.testing import CliRunner
 
 from api.app import create_app
 from api.cli.commands import app as cli
-from pipeline.collection.demo import demo_bodies, demo_settings, fill_demo
+from pipeline.collection.demo import (
+    DEMO_MAX_PERCENT,
+    DEMO_STEP_PERCENT,
+    demo_bodies,
+    demo_price_factor,
+    demo_settings,
+    fill_demo,
+)
+from pipeline.collection.schedule import collect_provider
 from pipeline.settings import Settings
 from scrapers import PROVIDERS
-from tests.conftest import OBSERVED_AT
+
+NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
+"""After the date of the ECB rates the demo replays (2026-11-27): EUR prices convert."""
 
 
-def test_the_package_ships_a_recorded_answer_of_the_four_original_providers():
-    assert {"vastai", "runpod", "lambda", "coreweave"} <= set(demo_bodies()) <= set(PROVIDERS)
+def test_the_demo_replays_every_registered_provider_the_european_clouds_and_the_ecb_rate():
+    european = {"scaleway", "ovhcloud", "verda", "hetzner"}
+    assert {"ecb", "gcp", *european} <= set(demo_bodies())
+    missing = set(PROVIDERS) - set(demo_bodies())
+    assert not missing, f"add a recorded answer as pipeline/data/demo/<provider>.*: {missing}"
 
 
-def test_the_demo_has_hourly_history_ending_now_labelled_as_demo(warehouse, db_path):
+def test_demo_prices_walk_from_the_recording_seeded_and_bounded():
+    assert demo_price_factor("vastai", "spot", 0) == 1.0
+    walk = [demo_price_factor("vastai", "spot", h) for h in range(49)]
+    assert walk == [demo_price_factor("vastai", "spot", h) for h in range(49)], "seeded"
+    assert len(set(walk)) > 40, "it moves"
+    assert all(abs(f - 1) <= DEMO_MAX_PERCENT / 100 + 1e-12 for f in walk)
+    steps = [abs(b / a - 1) for a, b in zip(walk, walk[1:], strict=False)]
+    assert max(steps) <= DEMO_STEP_PERCENT["spot"] / 100 + 1e-12
+    assert walk != [demo_price_factor("runpod", "spot", h) for h in range(49)]
+
+
+def test_the_demo_has_hourly_history_that_moves_ending_now_labelled_as_demo(warehouse, db_path):
     settings = demo_settings(Settings(db=db_path, scheduler=False))
-    reports = fill_demo(warehouse, settings, now=lambda: OBSERVED_AT, history=timedelta(hours=3))
-    assert len(reports) == 4 * len(demo_bodies()) and {r.status for r in reports} == {"ok"}
-    with TestClient(create_app(settings, warehouse, clock=lambda: OBSERVED_AT)) as web:
+    reports = fill_demo(warehouse, settings, now=lambda: NOW, history=timedelta(hours=24))
+    assert len(reports) == 25 * len(demo_bodies()) and {r.status for r in reports} == {"ok"}
+    with TestClient(create_app(settings, warehouse, clock=lambda: NOW)) as web:
         assert web.get("/healthz").json()["demo"] is True
         providers = web.get("/providers").json()
         assert providers["demo"] is True
         assert not any(p["stale"] for p in providers["providers"])
         offers = web.get("/offers").json()
         assert offers["count"] > 50 and not any(o["stale"] for o in offers["offers"])
+        assert {"scaleway", "ovhcloud", "verda", "hetzner", "gcp"} <= {
+            o["provider"] for o in offers["offers"]
+        }
+        eea = web.get("/offers", params={"jurisdiction": "eea"}).json()["offers"]
+        assert {"scaleway", "ovhcloud", "hetzner"} <= {o["provider"] for o in eea}
+        history = web.get(
+            "/prices/history", params={"gpu": "H100-80GB", "interval": "1h", "since": "2026-11-30"}
+        ).json()
+        medians = [{p["median"] for p in s["points"]} for s in history["series"]]
+        assert any(len(values) > 1 for values in medians), "some series moves"
         page = BeautifulSoup(web.get("/").text, "html.parser")
+    changes = [cell.text.strip() for cell in page.select("td.change")]
+    assert any(c not in ("+0.0%", "—") for c in changes), changes
     assert "Demo data" in page.select_one("#demo-banner").text
     assert page.select("#chart .series path"), "the chart draws lines"
     assert page.select("#quotes tbody tr"), "the page quotes the default workload"
@@ -60,3 +97,17 @@ def test_the_demo_never_overwrites_a_real_database(tmp_path):
     result = CliRunner().invoke(cli, ["demo", "--build-only", "--db", str(real)])
     assert result.exit_code == 1 and "is not a demo database" in result.output
     assert real.read_bytes() == b"precious"
+
+
+def test_the_demo_schedule_replays_every_recording_and_never_fetches(warehouse, db_path):
+    settings = demo_settings(Settings(db=db_path, scheduler=False))
+
+    def no_network():
+        raise AssertionError("the demo fetched instead of replaying")
+
+    statuses = {}
+    for name in sorted(demo_bodies(), key=lambda n: n != "ecb"):  # the rates first, as run
+        stop = threading.Event()
+        done = collect_provider(name, warehouse, settings, stop, no_network, lambda: NOW)
+        statuses.update({r.provider: (r.status, r.error) for r in done.reports})
+    assert statuses == dict.fromkeys(demo_bodies(), ("ok", None))
