@@ -43,6 +43,9 @@ INTERVAL = timedelta(minutes=10)  # a marketplace: offers come and go within min
 CURRENCY = "USD"
 MIB_PER_GIB = 1024
 SEARCH_LIMIT = 10_000
+MAX_BYTES_PER_OFFER = 8 * 1024  # a recorded offer is ~2.4 KB; room for fields Vast.ai adds
+MAX_ANSWER_BYTES = SEARCH_LIMIT * MAX_BYTES_PER_OFFER
+"""A full search answer (SEARCH_LIMIT offers) is larger than the shared 32 MiB limit."""
 SEARCH_BODY: dict[str, Any] = {
     "rentable": {"eq": True},
     "rented": {"eq": False},
@@ -63,6 +66,7 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
         provider=NAME,
         headers=headers,
         json=SEARCH_BODY,
+        max_bytes=MAX_ANSWER_BYTES,
         auth_hint=f"check {ENV_KEY} or unset it (the search works without a key)",
     )
 

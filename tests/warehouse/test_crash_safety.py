@@ -58,6 +58,8 @@ def test_sigkill_mid_write_keeps_earlier_snapshots_intact(db_path, big_body):
             stage = line.strip()
             if stage == "ok":
                 completed += 1
+            elif stage == "failed":
+                pytest.fail("a collection run failed before the kill: the test cannot go on")
             elif stage == "storing" and completed == 2:
                 process.send_signal(signal.SIGKILL)  # the third run is writing now
                 break

@@ -17,8 +17,8 @@ from pipeline.market.freshness import provider_freshness
 from pipeline.market.offers import OfferQuery
 from pipeline.market.serving import answer_offers
 from pipeline.settings import Settings
-from scrapers import PROVIDERS
 from pipeline.workload.ranking import job_cost_usd, rank_offers
+from scrapers import PROVIDERS
 from tests.conftest import FIXTURES
 from tests.pipeline.workload.test_model import QLORA_70B
 
