@@ -75,6 +75,7 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "cloudrift",
         "vultr",
         "daytona",
+        "voltagepark",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate

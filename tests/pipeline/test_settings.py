@@ -14,7 +14,7 @@ def test_defaults_collect_every_provider_at_its_documented_interval():
         "ecb", "vastai", "runpod", "lambda", "coreweave", "scaleway", "ovhcloud", "verda",
         "hetzner", "aws", "azure", "gcp", "oci",
         "digitalocean", "nebius", "crusoe", "hotaisle", "hyperstack", "hyperbolic", "lium",
-        "cloudrift", "vultr", "daytona",
+        "cloudrift", "vultr", "daytona", "voltagepark",
     ]  # fmt: skip
     assert settings.interval("ecb") == timedelta(days=1)
     assert settings.interval("aws") == settings.interval("azure") == timedelta(hours=1)

@@ -20,6 +20,7 @@ from scrapers import (
     daytona,
     hyperbolic,
     lium,
+    voltagepark,
     vultr,
 )
 from scrapers.base import USER_AGENT, credentials_from_env, in_price_index, listed_only
@@ -32,10 +33,14 @@ RECORDED = {
     cloudrift: "cloudrift_instance_types.json",
     vultr: "vultr_plans.json",
     daytona: "daytona_gpu_pricing.json",
+    voltagepark: "voltagepark_locations.json",
 }
-METHOD = {hyperbolic: "GET", lium: "GET", cloudrift: "POST", vultr: "GET", daytona: "GET"}
+METHOD = {hyperbolic: "GET", lium: "GET", cloudrift: "POST", vultr: "GET", daytona: "GET",
+          voltagepark: "GET"}  # fmt: skip
 LISTED = {daytona}
 """Rate cards: listed at a price, no stock, out of the price index v1."""
+UNAVAILABLE = {voltagepark}
+"""Recordings whose every offer is sold out: listed with --include-unavailable."""
 PLACES = {
     hyperbolic: {("US", "North America", False), ("CA", "North America", False),
                  ("GB", "Europe", False), ("JP", "Asia", False), (None, "Europe", True)},
@@ -43,6 +48,7 @@ PLACES = {
     cloudrift: {("US", "North America", False)},  # the variant hosted nowhere is not available
     vultr: {("US", "North America", False), ("DE", "Europe", True), ("IN", "Asia", False)},
     daytona: {(None, None, None)},  # the rate card names no place
+    voltagepark: {("US", "North America", False)},
 }  # fmt: skip
 """(country, continent, eea) of the recorded offers."""
 MODULES = pytest.mark.parametrize("module", list(RECORDED), ids=[m.NAME for m in RECORDED])
@@ -141,8 +147,19 @@ def test_a_replayed_answer_is_collected_and_listed_with_canonical_gpus_and_place
     replay = f"{module.NAME}={FIXTURES / RECORDED[module]}"
     collected = runner.invoke(app, ["collect", "--replay", replay, "--db", str(db_path)])
     assert collected.exit_code == 0, collected.output
+    everything = ["--include-unavailable"] if module in UNAVAILABLE else []
     listed = runner.invoke(
-        app, ["offers", "--provider", module.NAME, "--format", "json", "--db", str(db_path)]
+        app,
+        [
+            "offers",
+            "--provider",
+            module.NAME,
+            *everything,
+            "--format",
+            "json",
+            "--db",
+            str(db_path),
+        ],
     )
     assert listed.exit_code == 0, listed.output
     offers = json.loads(listed.stdout)["offers"]

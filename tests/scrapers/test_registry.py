@@ -41,6 +41,7 @@ RECORDED = {
     "cloudrift": "cloudrift_instance_types.json",
     "vultr": "vultr_plans.json",
     "daytona": "daytona_gpu_pricing.json",
+    "voltagepark": "voltagepark_locations.json",
 }
 
 
