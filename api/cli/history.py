@@ -95,7 +95,7 @@ def history(settings: Settings, query: HistoryQuery, fmt: str, remote: Remote | 
     for series in data["series"]:
         points: list[dict[str, Any]] = series["points"]
         table.add_row(
-            series["gpu"],
+            " ".join(filter(None, (series["gpu"], series["form_factor"]))),
             series["provider"],
             series["pricing"],
             str(len(points)),

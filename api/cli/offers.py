@@ -125,7 +125,7 @@ def offers(
     elif not rows:
         out.print(_no_offers(scope, as_of is not None), highlight=False)
     else:
-        out.print(offers_table(rows))
+        out.print(offers_table(rows, sort))
 
 
 def _no_offers(scope: OfferScope, dated: bool) -> str:
@@ -137,24 +137,31 @@ def _no_offers(scope: OfferScope, dated: bool) -> str:
     )
 
 
-_NUMERIC = ("$/GPU-h", "GPUs")
+_NUMERIC = ("$/GPU-h", "$/h", "GPUs")
+_SORTED_BY = {"price_per_gpu_hour": "$/GPU-h", "price_per_hour": "$/h", "gpu_count": "GPUs"}
+"""The column a sort field is shown in, marked ▲ (ascending) or ▼ (descending)."""
 _WRAPPED = ("GPU", "region", "state")
 """Columns that wrap when 80 columns are tight; prices and names never do."""
 
 
-def offers_table(rows: list[dict[str, Any]]) -> Table:
-    """Fits 80 columns: availability and staleness in one `state` column, long names wrapped;
-    the instance price and the rest are in `--format json|csv`."""
+def offers_table(rows: list[dict[str, Any]], sort: str = "price_per_gpu_hour") -> Table:
+    """Fits 80 columns: both prices (per GPU-hour and per instance-hour), the sort column
+    marked, availability and staleness in one `state` column, long names wrapped; the rest is in
+    `--format json|csv`."""
     observed = sorted({row["observed_at"] for row in rows})
     caption = f"observed {observed[0]} .. {observed[-1]}" if observed else None
     stale = sum(row["stale"] for row in rows)
     title = f"{len(rows)} offers" + (f", {stale} stale" if stale else "")
     table = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0))
-    for header in ("GPU", "provider", "pricing", "$/GPU-h", "GPUs", "region", "state"):
+    marked = _SORTED_BY.get(sort.lstrip("-"))
+    arrow = "▼" if sort.startswith("-") else "▲"
+    for header in ("GPU", "provider", "pricing", "$/GPU-h", "$/h", "GPUs", "region", "state"):
+        if header == marked:
+            header = f"{header}{arrow}"
         if header in _WRAPPED:  # words wrap; only a word longer than the column is cut
             table.add_column(header, overflow="fold", min_width=9)
         else:
-            justify = "right" if header in _NUMERIC else "left"
+            justify = "right" if header.rstrip("▲▼") in _NUMERIC else "left"
             table.add_column(header, no_wrap=True, justify=justify)
     for row in rows:
         gpu = row["gpu"] or f"{row['gpu_raw']} (?)"
@@ -168,6 +175,7 @@ def offers_table(rows: list[dict[str, Any]]) -> Table:
             row["provider"],
             "spot" if row["pricing"] == "spot" else "on-demand",
             f"{row['price_per_gpu_hour']:.4f}",
+            f"{row['price_per_hour']:.2f}",
             str(row["gpu_count"]),
             row["region"] or "-",
             state,

@@ -170,3 +170,14 @@ def test_history_has_no_option_for_a_filter_history_does_not_apply(collected_db)
         app, ["history", "--db", str(collected_db), "--gpu", "H100", "--min-gpu-count", "8"]
     )
     assert result.exit_code == 2 and "No such option" in result.output
+
+
+def test_history_rows_name_the_form_factor(collected_db):
+    data = invoke("history", "--gpu", "H100", "--since", "2025-12-31", "--format", "json",
+                  "--db", collected_db)
+    assert data.exit_code == 0, data.output
+    forms = {s["form_factor"] for s in json.loads(data.stdout)["series"]} - {None}
+    assert forms, "the recording has H100s of a known form factor"
+    table = invoke("history", "--gpu", "H100", "--since", "2025-12-31", "--db", collected_db)
+    assert table.exit_code == 0, table.output
+    assert all(f in table.output for f in forms)

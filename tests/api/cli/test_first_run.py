@@ -53,6 +53,18 @@ def test_the_offers_table_fits_80_columns_and_shows_stale_and_sold_out():
     assert "available" in text and "Weehawken" in text and "6.1550" in text
 
 
+def test_the_offers_table_shows_both_prices_and_marks_the_sort_column():
+    rows = [_row()]
+    console = Console(width=80, file=io.StringIO(), color_system=None)
+    console.print(offers_table(rows))
+    console.print(offers_table(rows, "-price_per_hour"))
+    first, second = console.file.getvalue().split("1 offers")[1:]
+    assert "$/GPU-h▲" in first and "$/h▲" not in first
+    assert "$/h▼" in second and "$/GPU-h▲" not in second
+    assert f"{rows[0]['price_per_hour']:.2f}" in first
+    assert max(len(line) for line in console.file.getvalue().splitlines()) <= 80
+
+
 def test_an_empty_database_says_how_to_get_offers(db_path, tmp_path):
     bad = tmp_path / "vastai.json"
     bad.write_text("{}")
