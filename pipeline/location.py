@@ -3,9 +3,11 @@
 Data, not code: `data/countries.csv` (one row per country with its continent and whether it is in
 the EU and the EEA = EU + Iceland, Liechtenstein, Norway) and each registered provider's places,
 `scrapers/data/<provider>_regions.csv` (its region names and datacenter ids, each with its source;
-read by `scrapers.base.regions`). A region text ending in an ISO country
-code after a comma (`Bavaria, DE`) or a bare code (`US`) is read as that country. Anything else
-stays unknown: a continent alone (CoreWeave's "Europe") never implies a country or the EEA.
+read by `scrapers.base.regions`). A bare ISO country code (`US`) is read as that country; a
+region text ending in one after a comma (`Bavaria, DE`) too, but only for a provider without a
+places file: one with a file names its regions there, and an unknown one (`Frankfurt, DE` from
+AWS) stays unplaced, never guessed from its text. Anything else stays unknown: a continent
+alone (CoreWeave's "Europe") never implies a country or the EEA.
 
 A row may name the countries a place can be in, `FI|IS` (Verda: Finland or Iceland, not which):
 the country stays unknown and each flag is the one all of them share, else unknown (Finland or
@@ -42,6 +44,9 @@ COUNTRY_CHOICE = "|"
 """Separates the possible countries of a place in a provider's regions file (`FI|IS`)."""
 T = TypeVar("T")
 _TRAILING_CODE = re.compile(r"(?:^|,)\s*([A-Za-z]{2})\s*$")
+_BARE_CODE = re.compile(r"^\s*([A-Za-z]{2})\s*$")
+"""A region that is itself a country code (RunPod's community cloud, `CZ`): that country, for
+every provider; a code ending a text (`Bavaria, DE`) only for one without a places file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +74,7 @@ class Locator:
         self.continents = tuple(sorted({c.continent for c in countries}))
         self.places = places
         self._by_region = {(p["provider"], p["region"].lower()): p for p in places}
+        self._with_places = frozenset(p["provider"] for p in places)
         self._by_prefix = [
             (p["provider"], p["region"][:-1].lower(), p)
             for p in places
@@ -112,7 +118,9 @@ class Locator:
         whole_provider = self._by_region.get((provider, ""))
         if not region:
             return Location() if whole_provider is None else self._place(whole_provider)
-        match = _TRAILING_CODE.search(region)
+        match = (_TRAILING_CODE if provider not in self._with_places else _BARE_CODE).search(
+            region
+        )
         if match and match.group(1).upper() in self.countries:
             return self._country(match.group(1).upper(), "ISO 3166-1 code in the region text")
         return Location() if whole_provider is None else self._place(whole_provider)

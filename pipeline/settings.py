@@ -167,11 +167,13 @@ class Settings(BaseSettings):
         gt=0,
         lt=1,
         description="An available offer below this times the median per-GPU price of its GPU and "
-        "pricing (all providers) is a low outlier: flagged, kept out of quotes and the index "
-        "until seen in two runs in a row",
+        "pricing (all providers) is a low outlier: flagged, held out of the current offers "
+        "(offers, quotes, metrics, alerts, the index) until seen in two runs in a row",
     )
     outlier_high_ratio: float = Field(
-        default=5.0, gt=1, description="Above this times the median: a high outlier (only flagged)"
+        default=5.0,
+        gt=1,
+        description="Above this times the median: a high outlier (held out the same way)",
     )
     max_connections: int | None = Field(
         default=None,

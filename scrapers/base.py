@@ -73,10 +73,11 @@ DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
 REPLAY_HEADER = "X-Gpuprices-Replay"
 """Set on the client that replays one recorded answer: a paging fetch stops after the first page
 (a recorded page ends the listing; its next-page link is not followed)."""
-MAX_ANSWER_BYTES = 32 * 2**20
-"""The longest answer (one request's decoded body) read by default: 32 MiB, four times the
-largest recorded one (OVHcloud's ~8 MB catalog). Past it the run fails with
-`AnswerTooLargeError`; memory stays bounded (a 140 MB body once added 465 MB)."""
+MAX_ANSWER_BYTES = 64 * 2**20
+"""The longest answer (one request's decoded body) read by default: 64 MiB, as much as one
+uploaded answer of `POST /collections` (a 20,000-offer Vast.ai answer is ~46 MB; OVHcloud's
+catalog ~8 MB). Past it the run fails with `AnswerTooLargeError`; memory stays bounded (a
+140 MB body once added 465 MB)."""
 MAX_ERROR_BODY_BYTES = 64 * 2**10
 """Of an error answer, only this much is read (a provider's error code is a short JSON)."""
 _BODY_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})

@@ -20,7 +20,6 @@ __all__ = [
     "quality_runs",
     "recent_quality",
     "reject_reasons_of_runs",
-    "suspect_offer_keys",
     "unknown_gpus_of_runs",
 ]
 
@@ -105,10 +104,10 @@ _FLAG_OUTLIERS = """
         WHERE b.available AND (b.price_per_gpu_hour < m.median_per_gpu_hour * $low
                                OR b.price_per_gpu_hour > m.median_per_gpu_hour * $high)
     )
-    SELECT f.*, f.side = 'low' AND NOT EXISTS (
+    SELECT f.*, NOT EXISTS (
         SELECT 1 FROM price_outliers AS p, previous_run AS r
         WHERE p.run_id = r.run_id AND p.offer_id = f.offer_id AND p.pricing = f.pricing
-          AND p.side = 'low'
+          AND p.side = f.side
     ) AS suspect
     FROM flagged AS f
 """
@@ -117,7 +116,11 @@ _FLAG_OUTLIERS = """
 def flag_price_outliers(
     conn: duckdb.DuckDBPyConnection, run_id: str, provider: str, bounds: OutlierBounds
 ) -> None:
-    """Flag this run's outliers (its offers registered as `offer_batch`, its run row written)."""
+    """Flag this run's outliers (its offers registered as `offer_batch`, its run row written).
+
+    An outlier is *suspect* (unconfirmed) unless the provider's previous good run flagged the
+    same offer on the same side: held out of `current_offers`, hence of every answer, and of
+    the index, until a second run in a row confirms it (one rule for low and high outliers)."""
     conn.execute(
         _FLAG_OUTLIERS,
         {"provider": provider, "run_id": run_id, "low": bounds.low, "high": bounds.high},
@@ -129,7 +132,8 @@ SUSPECT_IN_BATCH = """
                 WHERE p.run_id = offer_batch.run_id AND p.offer_id = offer_batch.offer_id
                   AND p.pricing = offer_batch.pricing AND p.suspect)
 """
-"""A row of `offer_batch` that is no unconfirmed low outlier (for the index roll-up)."""
+"""A row of `offer_batch` that is no unconfirmed outlier (for the index roll-up); the same
+condition holds suspects out of `current_offers` (migration 0033)."""
 
 
 def _rows(cur: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[dict[str, Any]]:
@@ -190,20 +194,6 @@ def reject_reasons_of_runs(
 
 def outliers_of_runs(cur: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[str, Any]]:
     return _of_runs(cur, "price_outliers", "provider, side, price_per_gpu_hour", run_ids)
-
-
-def suspect_offer_keys(cur: duckdb.DuckDBPyConnection) -> set[tuple[str, str, str]]:
-    """(run_id, offer_id, pricing) of the unconfirmed low outliers in the current snapshots."""
-    cur.execute(
-        """
-        SELECT run_id, offer_id, pricing FROM price_outliers WHERE suspect AND run_id IN (
-            SELECT run_id FROM collection_runs WHERE status = 'ok'
-            QUALIFY row_number() OVER (
-                PARTITION BY provider ORDER BY observed_at DESC, finished_at DESC) = 1
-        )
-        """
-    )
-    return {(r[0], r[1], r[2]) for r in cur.fetchall()}
 
 
 def recent_quality(

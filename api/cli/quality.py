@@ -72,7 +72,7 @@ def quality(
             out.print(f"{p.provider} unknown GPU {u.gpu_raw!r}: {u.offer_count} offers, e.g. "
                       f"{u.example_offer_id}", highlight=False, soft_wrap=True)  # fmt: skip
         for o in p.flagged_offers:
-            hold = " (kept out of quotes and the index)" if o.suspect else ""
+            hold = " (held out of offers, quotes and the index)" if o.suspect else ""
             price, median = o.price_per_gpu_hour, o.median_per_gpu_hour
             out.print(f"{p.provider} offer {o.offer_id}: {o.side} outlier ${price:.2f} vs median "
                       f"${median:.2f}{hold}", highlight=False, soft_wrap=True)  # fmt: skip

@@ -28,8 +28,8 @@ class FlaggedOfferOut(BaseModel):
     pricing: str
     side: str = Field(description="low or high: below 1/5 or above 5x the median (settings)")
     suspect: bool = Field(
-        description="A low outlier not seen in the provider's previous run: kept out of quotes "
-        "and the index until it is"
+        description="An outlier not flagged on the same side in the provider's previous run: held "
+        "out of the current offers (offers, quotes, metrics, alerts, the index) until it is"
     )
     price_per_gpu_hour: float
     median_per_gpu_hour: float = Field(description="Of the GPU and pricing, all providers")

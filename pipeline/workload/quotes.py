@@ -28,7 +28,6 @@ from pipeline.workload.precision import fp16_note, runs_in_fp16
 from pipeline.workload.ranking import Quote, Ranking, rank_offers
 from scrapers.models import Pricing
 from warehouse import Warehouse
-from warehouse.quality import suspect_offer_keys
 
 __all__ = [
     "QUOTE_SCOPE",
@@ -98,18 +97,6 @@ def _markets(
     }
 
 
-def without_suspect_lows(
-    warehouse: Warehouse, offers: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """The offers less the low price outliers not yet seen in two runs in a row: a decimal slip
-    (a $0.02 H100) is flagged in `/quality`, never quoted first (pipeline/collection/quality.py)."""
-    with warehouse.cursor() as cur:
-        suspect = suspect_offer_keys(cur)
-    if not suspect:
-        return offers
-    return [o for o in offers if (o["run_id"], o["offer_id"], str(o["pricing"])) not in suspect]
-
-
 def quote_offers(
     warehouse: Warehouse,
     request: QuoteRequest,
@@ -118,7 +105,8 @@ def quote_offers(
     with_history: bool = True,
     offers: Callable[[OfferQuery], list[dict[str, Any]]] | None = None,
 ) -> QuoteResult:
-    """Rank the latest offers (from `offers` when given, else one query) by what the whole job
+    """Rank the latest offers (from `offers` when given, else one query; an unconfirmed price
+    outlier is not among them, migration 0033) by what the whole job
     would cost on each; with `with_history`, each quote's GPU and pricing also get their last
     `HISTORY_DAYS` days of the index."""
     cat = catalog or get_catalog()
@@ -126,9 +114,7 @@ def quote_offers(
     query = OfferQuery.model_validate(request.scope.model_dump())
     ranking = rank_offers(
         request.workload,
-        without_suspect_lows(
-            warehouse, current_offers(warehouse, query, cat) if offers is None else offers(query)
-        ),
+        current_offers(warehouse, query, cat) if offers is None else offers(query),
         cat,
         include_spot=request.include_spot or request.scope.pricing == Pricing.SPOT,
         max_hours=request.max_hours,

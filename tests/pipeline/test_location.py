@@ -86,3 +86,12 @@ def test_a_region_prefix_maps_every_region_that_starts_with_it():
     assert LOCATOR.locate("ovhcloud", "GRA11").country == "FR"
     assert LOCATOR.locate("ovhcloud", "BHS5").country == "CA"
     assert LOCATOR.locate("ovhcloud", "XYZ1").country is None
+
+
+def test_a_region_unknown_to_a_providers_places_file_is_unplaced_not_guessed_from_its_text():
+    locator = get_locator()
+    assert locator.locate("aws", "Frankfurt, DE").country is None
+    assert locator.locate("aws", "evil-region-1").country is None
+    assert locator.locate("aws", "eu-central-1").country == "DE"  # in aws_regions.csv
+    assert locator.locate("runpod", "CZ").country == "CZ"  # a bare code states its country
+    assert locator.locate("vastai", "Bavaria, DE").country == "DE"  # no places file: its text

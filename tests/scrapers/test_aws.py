@@ -115,3 +115,14 @@ def test_a_directory_of_recorded_answers_replays_both_kinds():
     regions = {(o.region, o.pricing) for o in result.offers}
     assert {("us-east-1", "on_demand"), ("eu-central-1", "on_demand"), ("us-east-1", "spot")} \
         <= regions  # fmt: skip
+
+
+def test_a_price_list_location_not_asked_for_is_a_reject_not_a_region():
+    body = orjson.loads(fixture_bytes("aws_ondemand_us-east-1.json"))
+    entries = body["regions"]["US East (N. Virginia)"]
+    key = "p5 48xlarge US East N. Virginia Linux"
+    entries[key] = {**entries[key], "Location": "Frankfurt, DE"}
+    result = aws.parse(orjson.dumps(body), OBSERVED_AT)
+    assert "Frankfurt, DE" not in {o.region for o in result.offers}
+    [reject] = [r for r in result.rejects if r.record_id == "p5.48xlarge@Frankfurt, DE"]
+    assert "not one of LOCATIONS" in reject.reason

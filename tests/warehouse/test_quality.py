@@ -1,5 +1,5 @@
-"""Price outliers are flagged in the run's transaction, and an unconfirmed low one stays out of
-the price index while a confirmed one enters it."""
+"""Price outliers are flagged in the run's transaction, and an unconfirmed one (low or high)
+stays out of the price index while a confirmed one enters it."""
 
 from __future__ import annotations
 
@@ -47,10 +47,15 @@ def test_a_low_outlier_enters_the_index_only_once_seen_in_two_runs_in_a_row(ware
     assert flags == [("low", True), ("low", False)]
 
 
-def test_a_high_outlier_is_only_flagged(warehouse, tmp_path):
+def test_a_high_outlier_is_held_out_like_a_low_one_until_a_second_run_confirms_it(
+    warehouse, tmp_path
+):
     collect_lambda(warehouse)
-    collect(warehouse, vast_bundles(tmp_path, 90.0), 0)
+    dear = vast_bundles(tmp_path, 90.0)
+    collect(warehouse, dear, 0)
+    assert str(H100_OFFER_ID) not in index_offer_ids(warehouse)
+    collect(warehouse, dear, 1)
     with warehouse.cursor() as cur:
-        flags = cur.execute("SELECT side, suspect FROM price_outliers").fetchall()
-    assert flags == [("high", False)]
+        flags = cur.execute("SELECT side, suspect FROM price_outliers ORDER BY observed_at")
+        assert flags.fetchall() == [("high", True), ("high", False)]
     assert index_offer_ids(warehouse) == {str(H100_OFFER_ID)}

@@ -71,10 +71,19 @@ def test_availability_fires_when_the_gpu_appears_and_again_only_after_it_was_gon
     assert event["data"]["places"] == ["vastai/Texas, US"]
     assert event["data"]["previous_value"] == 0 and event["data"]["value"] == 1
     assert event["data"]["rule"] == {
-        "id": created.rule.rule_id, "kind": "availability", "gpu": "H100-80GB",
-        "providers": [], "pricing": None, "region": None, "countries": [], "continent": None,
-        "jurisdiction": None, "min_gpu_count": None,
-        "below_price_per_gpu_hour": None, "below_cost_usd": None, "band": 0.05,
+        "id": created.rule.rule_id,
+        "kind": "availability",
+        "gpu": "H100-80GB",
+        "providers": [],
+        "pricing": None,
+        "region": None,
+        "countries": [],
+        "continent": None,
+        "jurisdiction": None,
+        "min_gpu_count": None,
+        "below_price_per_gpu_hour": None,
+        "below_cost_usd": None,
+        "band": 0.05,
         "cooldown_seconds": 0.0,
     }
     assert "url" not in event["data"]["rule"] and "secret" not in str(event)
@@ -105,8 +114,15 @@ def test_a_price_rule_respects_its_filters(warehouse, settings, clock, tmp_path)
 def test_a_failed_run_leaves_the_last_good_snapshot_in_force_and_marks_it_stale(
     warehouse, settings, clock, tmp_path
 ):
-    spec = AlertSpec(URL, Condition.of(AlertKind.PRICE, gpu="H100-80GB",
-                                    pricing=Pricing.ON_DEMAND, below_price_per_gpu_hour=1.5))
+    spec = AlertSpec(
+        URL,
+        Condition.of(
+            AlertKind.PRICE,
+            gpu="H100-80GB",
+            pricing=Pricing.ON_DEMAND,
+            below_price_per_gpu_hour=1.5,
+        ),
+    )
     create_alert(warehouse, spec, settings, clock())
     collect(warehouse, clock, vast_bundles(tmp_path, 1.93))
     assert evaluate_alerts(warehouse, settings, clock()) == []
@@ -158,8 +174,16 @@ def store_broken_workload_rule(warehouse, settings, clock) -> str:
     with warehouse.transaction() as conn:
         conn.execute(
             "UPDATE alert_rules SET condition_json = ? WHERE rule_id = ?",
-            [orjson.dumps({"kind": "workload", "below_cost_usd": 1e6,
-                           "workload": {**workload, "provider": 5}}).decode(), rule_id],
+            [
+                orjson.dumps(
+                    {
+                        "kind": "workload",
+                        "below_cost_usd": 1e6,
+                        "workload": {**workload, "provider": 5},
+                    }
+                ).decode(),
+                rule_id,
+            ],
         )
     return rule_id
 
@@ -188,3 +212,27 @@ def test_a_rule_that_evaluates_again_loses_its_error_mark(warehouse, settings, c
     assert len(evaluate_alerts(warehouse, settings, clock())) == 1
     rule = get_alert(warehouse, rule_id).rule
     assert (rule.evaluation_error, rule.evaluation_error_at) == (None, None)
+
+
+def test_an_unconfirmed_outlier_fires_no_price_alert_until_a_second_run_confirms_it(
+    warehouse, settings, clock, tmp_path
+):
+    lambda_replay = {"lambda": FIXTURES / "lambda_instance_types.json"}
+    run_collection(["lambda"], warehouse, replays=lambda_replay, now=clock,
+                   env={"LAMBDA_API_KEY": "k"})  # fmt: skip
+    spec = AlertSpec(
+        URL,
+        Condition.of(
+            AlertKind.PRICE,
+            gpu="H100-80GB",
+            pricing=Pricing.ON_DEMAND,
+            below_price_per_gpu_hour=0.5,
+        ),
+    )
+    create_alert(warehouse, spec, settings, clock())
+    cheap = vast_bundles(tmp_path, 0.02)
+    collect(warehouse, clock, cheap)
+    assert evaluate_alerts(warehouse, settings, clock()) == []  # a decimal slip, held out
+    collect(warehouse, clock, cheap)
+    [event] = bodies(warehouse, evaluate_alerts(warehouse, settings, clock()))
+    assert event["data"]["value"] == pytest.approx(0.02)

@@ -1,5 +1,6 @@
 """Issue 32's acceptance over HTTP: a drifted replay is flagged in /quality, /metrics, /providers
-and the page; an injected $0.02 H100 is flagged by offer_id and is not the first quote."""
+and the page; an injected $0.02 H100 is flagged by offer_id and held out of offers, quotes and
+metrics until a second run confirms it."""
 
 from __future__ import annotations
 
@@ -96,7 +97,9 @@ def test_providers_and_the_page_show_the_unknown_gpus_badge_linking_to_the_detai
 H100_JOB = {"model": "Llama-3.1-8B", "method": "lora", "tokens": "10M"}
 
 
-def test_an_injected_two_cent_h100_is_flagged_and_not_the_first_quote(warehouse, db_path, tmp_path):
+def test_an_injected_two_cent_h100_is_flagged_and_held_out_of_every_answer(
+    warehouse, db_path, tmp_path
+):
     collect_lambda(warehouse)
     with client_after(warehouse, db_path, vast_bundles(tmp_path, 0.02)) as client:
         [vast] = [
@@ -108,8 +111,17 @@ def test_an_injected_two_cent_h100_is_flagged_and_not_the_first_quote(warehouse,
         assert flagged["price_per_gpu_hour"] == pytest.approx(0.02)
         quotes = client.post("/quotes", json={**H100_JOB, "gpu": "H100-80GB"}).json()["quotes"]
         assert quotes and all(q["offer"]["offer_id"] != H100_OFFER_ID for q in quotes)
-        listed = client.get("/offers", params={"gpu": "H100-80GB"}).json()["offers"]
-        assert H100_OFFER_ID in {o["offer_id"] for o in listed}  # kept, only flagged
+        on_demand = {"gpu": "H100-80GB", "pricing": "on_demand"}
+        listed = client.get("/offers", params=on_demand).json()["offers"]
+        assert listed and H100_OFFER_ID not in {o["offer_id"] for o in listed}
+        assert min(o["price_per_gpu_hour"] for o in listed) > 1  # the cheapest is a real one
+        lowest = [
+            line
+            for line in client.get("/metrics").text.splitlines()
+            if line.startswith("gpuprices_lowest_price_per_gpu_hour_usd{")
+            and 'gpu="H100-80GB"' in line
+        ]
+        assert lowest and all(float(line.rsplit(" ", 1)[1]) > 1 for line in lowest)
 
 
 def test_a_low_price_seen_in_two_runs_in_a_row_is_quoted(warehouse, db_path, tmp_path):
@@ -122,3 +134,6 @@ def test_a_low_price_seen_in_two_runs_in_a_row_is_quoted(warehouse, db_path, tmp
         assert [o["suspect"] for o in vast["flagged_offers"]] == [False]
         quotes = client.post("/quotes", json={**H100_JOB, "gpu": "H100-80GB"}).json()["quotes"]
         assert quotes[0]["offer"]["offer_id"] == H100_OFFER_ID
+        on_demand = {"gpu": "H100-80GB", "pricing": "on_demand"}
+        listed = client.get("/offers", params=on_demand).json()["offers"]
+        assert listed[0]["offer_id"] == H100_OFFER_ID  # confirmed: the cheapest again
