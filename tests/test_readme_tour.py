@@ -3,7 +3,9 @@
 Every command of the tour's `sh` blocks is read from README.md itself and run by bash in a
 folder of its own, beside `gpuprices demo` (started as the tour says, on a free port instead of
 8000: the tour's `http://127.0.0.1:8000` is that port here, its `.venv/bin/gpuprices` this
-checkout's CLI). Each must exit 0.
+checkout's CLI). Each must exit 0. A model named by its Hugging Face id has its config.json read
+from `HF_ENDPOINT`, here a loopback server answering the recorded configs of
+tests/fixtures/hf_configs (tests never leave loopback).
 """
 
 from __future__ import annotations
@@ -13,14 +15,16 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import free_port
+from tests.conftest import FIXTURES, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -48,8 +52,39 @@ def test_the_tour_has_every_kind_of_question():
     assert "GPUPRICES_ALLOW_PRIVATE_WEBHOOKS=true make demo" in README.read_text("utf-8")
 
 
+class _HubConfigs(BaseHTTPRequestHandler):
+    """`/{org}/{name}/resolve/main/config.json` from tests/fixtures/hf_configs, else 404."""
+
+    def do_GET(self) -> None:
+        match = re.fullmatch(r"/([^/]+)/([^/]+)/resolve/main/config\.json", self.path)
+        path = FIXTURES / "hf_configs" / f"{match[1]}--{match[2]}.config.json" if match else None
+        if path is None or not path.is_file():
+            self.send_response(404)
+            self.end_headers()
+            return
+        body = path.read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory) -> Iterator[tuple[Path, str]]:
+def hub() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _HubConfigs)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, hub) -> Iterator[tuple[Path, str]]:
     """`gpuprices demo` in a folder of its own (its database: data/demo.duckdb there), with
     private webhooks allowed as the tour starts it, and a `.venv/bin/gpuprices` running this
     checkout."""
@@ -62,6 +97,7 @@ def demo(tmp_path_factory) -> Iterator[tuple[Path, str]]:
         **{k: v for k, v in os.environ.items() if not k.startswith("GPUPRICES_")},
         "PYTHONPATH": str(ROOT),
         "GPUPRICES_ALLOW_PRIVATE_WEBHOOKS": "true",
+        "HF_ENDPOINT": hub,
     }
     port = free_port()
     process = subprocess.Popen(
@@ -93,11 +129,12 @@ def demo(tmp_path_factory) -> Iterator[tuple[Path, str]]:
             process.wait()
 
 
-def test_every_tour_command_exits_0_beside_the_demo(demo):
+def test_every_tour_command_exits_0_beside_the_demo(demo, hub):
     folder, url = demo
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("GPUPRICES_")},
         "PYTHONPATH": str(ROOT),
+        "HF_ENDPOINT": hub,
         "COLUMNS": "100",
     }
     failures = []

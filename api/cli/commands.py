@@ -42,6 +42,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # plain click help: reads at 80 columns, no <bool> metavars
 )
 
 

@@ -181,3 +181,15 @@ def test_history_rows_name_the_form_factor(collected_db):
     table = invoke("history", "--gpu", "H100", "--since", "2025-12-31", "--db", collected_db)
     assert table.exit_code == 0, table.output
     assert all(f in table.output for f in forms)
+
+
+def test_help_reads_at_80_columns_without_bool_metavars(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    for command in (["--help"], ["offers", "--help"], ["serve", "--help"],
+                    ["quote", "--help"], ["alerts", "add", "--help"]):
+        result = runner.invoke(app, command, env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.output
+        assert "<bool>" not in result.output and "╭" not in result.output, command
+        assert max(len(line) for line in result.output.splitlines()) <= 80, command
+    serve = runner.invoke(app, ["serve", "--help"], env={"COLUMNS": "80"}).output
+    assert "--no-scheduler " in serve
