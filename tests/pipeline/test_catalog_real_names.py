@@ -61,7 +61,6 @@ def test_every_console_gpu_name_but_pre_pascal_mining_and_rare_cards_is_known():
             unknown.append(name)
     assert unknown == [
         "Titan X",
-        "A16",
         "Tesla K80",
         "GTX 1050",
         "GTX 980 Ti",
