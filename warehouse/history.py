@@ -287,15 +287,26 @@ def cheapest_available_at(
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
+_NEWEST_GOOD_RUNS = """
+    SELECT run_id FROM collection_runs WHERE status = 'ok'
+    QUALIFY row_number() OVER (
+        PARTITION BY provider ORDER BY observed_at DESC, finished_at DESC
+    ) = 1
+"""
+"""Each provider's newest good snapshot: the run `current_offers` reads, whole, suspect outliers
+included (the view holds them out of answers; retention must not drop them)."""
+
+
 def prune_before(conn: duckdb.DuckDBPyConnection, cutoff: datetime) -> dict[str, int]:
     """Delete raw observations and quarantined records observed before `cutoff`, except the
-    observations of each provider's newest good snapshot (`current_offers`, however old).
+    observations of each provider's newest good snapshot (however old, and all of it: suspect
+    outliers that `current_offers` holds out too, even when every offer of the run is one).
 
     Their summaries stay: they were written in the same transaction as the snapshot.
     """
     deleted = {}
     for table, kept in (
-        ("offer_observations", " AND run_id NOT IN (SELECT DISTINCT run_id FROM current_offers)"),
+        ("offer_observations", f" AND run_id NOT IN ({_NEWEST_GOOD_RUNS})"),
         ("quarantine", ""),
     ):
         row = conn.execute(f"DELETE FROM {table} WHERE observed_at < ?{kept}", [cutoff]).fetchone()

@@ -62,6 +62,24 @@ def test_pruning_drops_old_raw_observations_but_history_keeps_them(warehouse):
     assert {len(s["points"]) for s in series} == {2}  # the pruned day is still in history
 
 
+def test_pruning_keeps_a_newest_snapshot_whose_every_offer_is_a_suspect_outlier(warehouse):
+    from pipeline.market.history import prune
+
+    old = OBSERVED_AT - timedelta(days=120)
+    [report] = run_collection(["vastai"], warehouse, replays=VAST, now=lambda: old)
+    with warehouse.transaction() as conn:  # every offer of the snapshot held out as a suspect
+        conn.execute(
+            "INSERT INTO price_outliers SELECT run_id, provider, offer_id, pricing, "
+            "coalesce(gpu, gpu_raw), price_per_gpu_hour, price_per_gpu_hour, 'low', true, "
+            "observed_at FROM offer_observations WHERE run_id = ?",
+            [report.run_id],
+        )
+    deleted = prune(warehouse, OBSERVED_AT, timedelta(days=90))
+    assert deleted["offer_observations"] == 0
+    with warehouse.cursor() as cur:
+        assert cur.execute("SELECT count(*) FROM offer_observations").fetchone()[0] == 13
+
+
 def test_pruning_keeps_a_providers_newest_snapshot_however_old(warehouse):
     from pipeline.market.history import prune
     from pipeline.market.offers import OfferQuery, current_offers
