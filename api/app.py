@@ -29,6 +29,7 @@ from api.rest.routes import (
     quotes,
     regions,
 )
+from api.rest.scratch import ScratchSpace
 from api.rest.security import SecurityHeadersMiddleware
 from api.web import route as web
 from pipeline.base import utc_now
@@ -71,6 +72,7 @@ def create_app(
         app.state.warehouse = warehouse or Warehouse.open(settings.warehouse_target)
         app.state.offer_server = OfferServer(app.state.warehouse, settings)
         app.state.collector = None
+        app.state.scratch = ScratchSpace.open()  # removes what killed servers left there
         if settings.scheduler and settings.role != "api":
             app.state.collector = Collector(
                 app.state.warehouse, settings, client_factory=client_factory, now=clock
@@ -82,6 +84,7 @@ def create_app(
         finally:
             if app.state.collector is not None:
                 app.state.collector.shutdown()
+            app.state.scratch.close()
             if owned:
                 app.state.warehouse.close()
             if on_shutdown is not None:

@@ -168,7 +168,8 @@ def post_collection(
         names = list(dict.fromkeys([*named, *(provider or [])]))
     else:
         names = list(provider or settings.providers)
-    with tempfile.TemporaryDirectory(prefix="gpuprices-replay-") as folder:
+    scratch = request.app.state.scratch.path  # this process's, swept at the next start-up
+    with tempfile.TemporaryDirectory(prefix="replay-", dir=scratch) as folder:
         replays: dict[str, Path] = {}
         for name, files in named.items():
             if any(inside is None for inside, _ in files):  # the provider's one answer
