@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from pipeline.workload.quotes import quote_history
+from pipeline.market.outlook import Movement
+from pipeline.workload.quotes import HistoryKey, history_key, quote_history
 from pipeline.workload.ranking import Quote
 
 __all__ = [
@@ -97,7 +98,12 @@ class MarketOut(BaseModel):
     p75: float | None
     p90: float | None
     max: float | None
-    percentile_now: float | None = Field(description="% of the days at or below now")
+    percentile_now: float | None = Field(
+        description="% of the days at or below now; null when the days never moved"
+    )
+    movement: Movement | None = Field(
+        description='"none": one price all window (no movement); "moved"; null: no history'
+    )
     availability: float | None = Field(
         description="Share (0-1) of observed hours with at least one available offer"
     )
@@ -107,21 +113,34 @@ class MarketOut(BaseModel):
 
 
 class QuoteHistoryOut(BaseModel):
-    """The same job at the GPU's price index over the last `days` days (methodology v1)."""
+    """The same job at its own provider's prices for its GPU over the last `days` days."""
 
+    basis: Literal["provider_lowest_available"] = Field(
+        description="Each day's lowest available price per GPU-hour of the quote's provider for "
+        "its GPU, form factor and pricing (not the GPU's cross-provider index)"
+    )
+    provider: str
+    gpu: str
+    form_factor: str | None
+    pricing: str
     days: int
-    history_days: int = Field(description="Daily index values behind the figures")
-    p10_cost_usd: float = Field(description="The job at the index's 10th percentile")
+    history_days: int = Field(description="Days with a price behind the figures")
+    p10_cost_usd: float = Field(description="The job at the 10th percentile of those days")
     median_cost_usd: float
     p90_cost_usd: float
-    now_price_per_gpu_hour: float | None = Field(description="Latest hourly index value")
-    percentile_now: float | None = Field(description="% of those days at or below now")
+    now_price_per_gpu_hour: float = Field(description="The quoted offer's own price now")
+    percentile_now: float | None = Field(
+        description="% of those days priced at or below the offer now; null when the days "
+        "never moved"
+    )
+    movement: Movement | None = Field(
+        description='"none": one price every day (no movement); "moved"'
+    )
 
 
 def quote_history_out(
-    quote: Quote, markets: Mapping[tuple[str, str], Mapping[str, Any]]
+    quote: Quote, markets: Mapping[HistoryKey, Sequence[float]]
 ) -> QuoteHistoryOut | None:
-    """The `history` block of one quote, from the markets of its result."""
-    key = (quote.offer.get("gpu") or "", str(quote.offer.get("pricing")))
-    history = quote_history(quote, markets.get(key))
+    """The `history` block of one quote, from the daily series of its result."""
+    history = quote_history(quote, markets.get(history_key(quote.offer)))
     return QuoteHistoryOut.model_validate(history) if history else None

@@ -156,16 +156,17 @@ _quote_memo = _QuoteMemo()
 
 
 def _quote(
-    server: OfferServer, query: PageQuery, form: WorkloadForm, hub: ModelHub | None
+    server: OfferServer, query: PageQuery, form: WorkloadForm, hub: ModelHub | None, now: datetime
 ) -> QuotesOut:
     """The workload's quotes over the in-memory offers `server` holds (no warehouse read), made
     once per snapshots in force, workload and filters (`_QuoteMemo`; `hub` is the app's)."""
-    key = (server.version(), form, query.gpu, query.provider, query.pricing)
-    return _quote_memo.get(server, key, lambda: _make_quote(server, query, form, hub))
+    day = now.date()  # the quotes' 30-day history ends today
+    key = (server.version(), form, query.gpu, query.provider, query.pricing, day)
+    return _quote_memo.get(server, key, lambda: _make_quote(server, query, form, hub, now))
 
 
 def _make_quote(
-    server: OfferServer, query: PageQuery, form: WorkloadForm, hub: ModelHub | None
+    server: OfferServer, query: PageQuery, form: WorkloadForm, hub: ModelHub | None, now: datetime
 ) -> QuotesOut:
     workload = WorkloadQuery.model_validate(
         {
@@ -181,7 +182,7 @@ def _make_quote(
         }
     )
     request = workload.request(hub=hub)
-    return quotes_out(quote_offers(server.warehouse, request, offers=server.offers))
+    return quotes_out(quote_offers(server.warehouse, request, offers=server.offers, now=now))
 
 
 def _now_prices(rows: Sequence[Mapping[str, Any]]) -> dict[SeriesKey, NowPrice]:
@@ -287,7 +288,7 @@ def page_data(
         page.chart = build_chart(history, now, _now_prices(available), intervals)
         page.index_chart = _index_chart(warehouse, page.chart_gpu, query.interval, now)
     try:  # the page leads with a quote: the default job's until the form asks for another
-        page.quotes = _quote(server, query, query.workload or WorkloadForm(), hub)
+        page.quotes = _quote(server, query, query.workload or WorkloadForm(), hub, now)
     except ValidationError as exc:
         page.errors["quotes"] = _validation_message(exc)
     except PipelineError as exc:

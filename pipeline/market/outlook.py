@@ -3,7 +3,11 @@
 Definitions (README "Rent now or wait"), all over the index of `pipeline.market.index`:
 - `now`: the latest hourly index value;
 - `min`, `p10` … `p90`, `max`: over the daily index values of the window (linear interpolation
-  between closest ranks); `percentile_now`: the share of those days at or below `now`, in %;
+  between closest ranks); `percentile_now`: the share of those days at or below `now`, in %,
+  null unless the days hold at least two different values (on a flat series every price is
+  both the 0th and the 100th percentile: a rank says nothing);
+- `movement`: `"none"` when every daily and hourly value of the window is the same price,
+  `"moved"` otherwise, null without history;
 - `availability`: the share of observed hours (hours with a good snapshot of any provider) in
   which the GPU had at least one available offer (an hourly index value), 0–1;
 - `below`: per price, the share of observed hours with an hourly index value under it, 0–1;
@@ -21,7 +25,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
@@ -32,7 +36,15 @@ from scrapers.models import Pricing
 from warehouse import Warehouse
 from warehouse import index as wi
 
-__all__ = ["MARKET_SCOPE", "MarketQuery", "market_outlook", "quantile"]
+__all__ = [
+    "MARKET_SCOPE",
+    "MarketQuery",
+    "Movement",
+    "market_outlook",
+    "movement_of",
+    "percentile_of",
+    "quantile",
+]
 
 MARKET_SCOPE = INDEX_SCOPE
 MAX_DAYS = 366
@@ -40,6 +52,10 @@ MAX_BELOW = 10
 PRICE_DECIMALS = 2
 """Default `below` prices are the p10, median and p90 rounded to cents."""
 PERCENT = 100.0
+SAME_PRICE_USD = 1e-9
+"""Prices closer than this are the same price (float noise from averaging, never a movement)."""
+
+Movement = Literal["none", "moved"]
 
 
 def _prices(value: Any) -> tuple[float, ...]:
@@ -74,6 +90,21 @@ def quantile(ordered: Sequence[float], q: float) -> float:
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def movement_of(values: Sequence[float]) -> Movement | None:
+    """`"none"` when every value is the same price, `"moved"` otherwise; None without values."""
+    if not values:
+        return None
+    return "none" if max(values) - min(values) <= SAME_PRICE_USD else "moved"
+
+
+def percentile_of(now: float | None, days: Sequence[float]) -> float | None:
+    """The share of `days` at or below `now`, in %; None unless the days moved (at least two
+    different values): against a flat series any price ranks 0th or 100th, which says nothing."""
+    if now is None or movement_of(days) != "moved":
+        return None
+    return PERCENT * sum(v <= now + SAME_PRICE_USD for v in days) / len(days)
 
 
 def _volatility(daily: list[tuple[datetime, float]]) -> float | None:
@@ -136,11 +167,8 @@ def market_outlook(
         "since": since,
         "now": latest,
         **stats,
-        "percentile_now": (
-            PERCENT * sum(v <= latest for v in values) / len(values)
-            if values and latest is not None
-            else None
-        ),
+        "percentile_now": percentile_of(latest, values),
+        "movement": movement_of(values + [v for _, v in hourly]),
         "availability": len(hourly) / observed_hours if observed_hours else None,
         "below": [
             {

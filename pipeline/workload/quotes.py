@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pipeline.base import utc_now
 from pipeline.catalog import Catalog, GpuVariant, get_catalog
 from pipeline.errors import WorkloadError
+from pipeline.market.history import HistoryQuery, price_history
 from pipeline.market.offers import OfferQuery, current_offers
-from pipeline.market.outlook import MarketQuery, market_outlook
+from pipeline.market.outlook import movement_of, percentile_of, quantile
 from pipeline.market.scope import PLACE_SCOPE, OfferScope
 from pipeline.workload.fit import (
     Fit,
@@ -28,6 +29,7 @@ from pipeline.workload.precision import fp16_note, runs_in_fp16
 from pipeline.workload.ranking import Quote, Ranking, rank_offers
 from scrapers.models import Pricing
 from warehouse import Warehouse
+from warehouse.rollups import bucket_start
 
 __all__ = [
     "QUOTE_SCOPE",
@@ -36,12 +38,20 @@ __all__ = [
     "QuoteResult",
     "check_hardware",
     "describe_workload",
+    "history_key",
     "quote_history",
     "quote_offers",
 ]
 
 HISTORY_DAYS = 30
-"""Each quote is set against the price index of its GPU over this many days."""
+"""Each quote is set against its own provider's prices for its GPU over this many days."""
+HISTORY_BASIS = "provider_lowest_available"
+"""What a quote's history prices the job at: each day, the lowest price per GPU-hour among the
+available offers of the quote's provider for its GPU, form factor and pricing (not the GPU's
+cross-provider index, which can sit far from the offer's own market)."""
+
+HistoryKey = tuple[str, str, str | None, str]
+"""(provider, gpu, form factor, pricing): one series of `price_history`."""
 
 
 QUOTE_SCOPE = PLACE_SCOPE
@@ -66,35 +76,71 @@ class QuoteResult:
     memory: MemoryEstimate
     """The job on one GPU, whatever the offers."""
     ranking: Ranking
-    markets: Mapping[tuple[str, str], Mapping[str, Any]] = field(default_factory=dict)
-    """`/market` over `HISTORY_DAYS` per (gpu, pricing) of the quotes: their `history`."""
+    markets: Mapping[HistoryKey, Sequence[float]] = field(default_factory=dict)
+    """Per (provider, gpu, form factor, pricing) of the quotes, the daily prices of
+    `HISTORY_BASIS` over `HISTORY_DAYS`, oldest first: their `history`."""
 
 
-def quote_history(quote: Quote, market: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """What the same job (GPUs × hours) would have cost at the index's p10, median and p90 of
-    the last `HISTORY_DAYS` days, and where the index sits now; None without any history."""
-    if market is None or not market["history_days"]:
+def history_key(offer: Mapping[str, Any]) -> HistoryKey:
+    form = offer.get("form_factor")
+    return (
+        str(offer["provider"]), str(offer.get("gpu") or ""), str(form) if form else None,
+        str(offer["pricing"]),
+    )  # fmt: skip
+
+
+def quote_history(quote: Quote, days: Sequence[float] | None) -> dict[str, Any] | None:
+    """What the same job (GPUs × hours) would have cost at the p10, median and p90 of its
+    provider's daily lowest available price (`HISTORY_BASIS`) over the last `HISTORY_DAYS`
+    days, and where the offer's own price sits among those days; None without any history.
+    A series that never moved says `movement: "none"` and ranks nothing (`percentile_now`
+    null): any price is both the lowest and the highest of a flat series."""
+    if not days:
         return None
+    provider, gpu, form_factor, pricing = history_key(quote.offer)
     gpu_hours = quote.gpus * quote.hours
+    ordered = sorted(days)
+    now = float(quote.offer["price_per_gpu_hour"])
     return {
-        "days": market["days"],
-        "history_days": market["history_days"],
-        **{f"{k}_cost_usd": market[k] * gpu_hours for k in ("p10", "median", "p90")},
-        "now_price_per_gpu_hour": market["now"],
-        "percentile_now": market["percentile_now"],
+        "basis": HISTORY_BASIS,
+        "provider": provider,
+        "gpu": gpu,
+        "form_factor": form_factor,
+        "pricing": pricing,
+        "days": HISTORY_DAYS,
+        "history_days": len(days),
+        **{
+            f"{name}_cost_usd": quantile(ordered, q) * gpu_hours
+            for name, q in (("p10", 0.1), ("median", 0.5), ("p90", 0.9))
+        },
+        "now_price_per_gpu_hour": now,
+        "percentile_now": percentile_of(now, ordered),
+        "movement": movement_of(ordered),
     }
 
 
-def _markets(
-    warehouse: Warehouse, ranking: Ranking, cat: Catalog, now: datetime
-) -> dict[tuple[str, str], Mapping[str, Any]]:
-    pairs = {(q.offer["gpu"], q.offer["pricing"]) for q in ranking.quotes if q.offer.get("gpu")}
-    return {
-        (gpu, pricing): market_outlook(
-            warehouse, MarketQuery(gpu=gpu, pricing=pricing, days=HISTORY_DAYS), now, cat
+def _provider_days(
+    warehouse: Warehouse, ranking: Ranking, now: datetime
+) -> dict[HistoryKey, list[float]]:
+    """The daily series behind each quote's history (one `price_history` per GPU and pricing,
+    every provider and form factor of the quotes at once)."""
+    keys = {history_key(q.offer) for q in ranking.quotes if q.offer.get("gpu")}
+    since = bucket_start(now, "1d") - timedelta(days=HISTORY_DAYS - 1)
+    found: dict[HistoryKey, list[float]] = {}
+    for gpu, pricing in sorted({(k[1], k[3]) for k in keys}):
+        providers = tuple(sorted({k[0] for k in keys if (k[1], k[3]) == (gpu, pricing)}))
+        query = HistoryQuery(
+            gpu=gpu, providers=providers, pricing=pricing, interval="1d", since=since
         )
-        for gpu, pricing in sorted(pairs)
-    }
+        for series in price_history(warehouse, query, now)["series"]:
+            key = (series["provider"], series["gpu"], series["form_factor"], series["pricing"])
+            if key in keys:
+                found[key] = [
+                    float(p["min_available"])
+                    for p in series["points"]
+                    if p.get("min_available") is not None
+                ]
+    return found
 
 
 def quote_offers(
@@ -104,11 +150,12 @@ def quote_offers(
     *,
     with_history: bool = True,
     offers: Callable[[OfferQuery], list[dict[str, Any]]] | None = None,
+    now: datetime | None = None,
 ) -> QuoteResult:
     """Rank the latest offers (from `offers` when given, else one query; an unconfirmed price
     outlier is not among them, migration 0033) by what the whole job
     would cost on each; with `with_history`, each quote's GPU and pricing also get their last
-    `HISTORY_DAYS` days of the index."""
+    `HISTORY_DAYS` days of its provider's prices, up to `now` (default: the clock)."""
     cat = catalog or get_catalog()
     request.scope.check_honoured(QUOTE_SCOPE, "quotes")
     query = OfferQuery.model_validate(request.scope.model_dump())
@@ -121,7 +168,7 @@ def quote_offers(
         max_cost_usd=request.max_cost_usd,
         top=request.top,
     )
-    markets = _markets(warehouse, ranking, cat, utc_now()) if with_history else {}
+    markets = _provider_days(warehouse, ranking, now or utc_now()) if with_history else {}
     return QuoteResult(request.workload, estimate_memory(request.workload, 1), ranking, markets)
 
 

@@ -6,12 +6,13 @@ Include this router before the `/offers` one, so that `/offers/best` is matched 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 from pydantic import TypeAdapter
 
-from api.rest.deps import ModelHubDep, OffloadDep, WarehouseDep
+from api.rest.deps import ClockDep, ModelHubDep, OffloadDep, WarehouseDep
 from api.rest.schemas_models import ModelsPage, models_page
 from api.rest.schemas_quotes import (
     QuoteIn,
@@ -36,9 +37,9 @@ _CHUNK = 256
 _EMPTY = b'"quotes":[]'
 
 
-def _quote(warehouse: Warehouse, request: QuoteRequest) -> Response:
+def _quote(warehouse: Warehouse, request: QuoteRequest, now: datetime) -> Response:
     """The `QuotesOut` body, its quotes serialized in chunks (and validated as built)."""
-    out = quotes_out(quote_offers(warehouse, request))
+    out = quotes_out(quote_offers(warehouse, request, now=now))
     head = out.model_copy(update={"quotes": []}).model_dump_json().encode()
     quotes = b",".join(
         _QUOTES.dump_json(out.quotes[i : i + _CHUNK])[1:-1]
@@ -50,7 +51,11 @@ def _quote(warehouse: Warehouse, request: QuoteRequest) -> Response:
 
 @router.post("/quotes", response_model=QuotesOut, summary="Rank offers by total job cost")
 async def post_quotes(
-    body: QuoteIn, warehouse: WarehouseDep, hub: ModelHubDep, offload: OffloadDep
+    body: QuoteIn,
+    warehouse: WarehouseDep,
+    hub: ModelHubDep,
+    offload: OffloadDep,
+    clock: ClockDep,
 ) -> Response:
     """Memory per GPU, the fewest GPUs, hours and total cost of the job on each current offer.
 
@@ -58,7 +63,7 @@ async def post_quotes(
     `skipped` says why each other group of offers cannot run it. Spot offers are ranked only
     with `include_spot` (or `pricing=spot`), each with its interruption risk.
     """
-    return await offload(lambda: _quote(warehouse, body.request(body.config, hub)))
+    return await offload(lambda: _quote(warehouse, body.request(body.config, hub), clock()))
 
 
 YAML = "application/yaml"
@@ -91,9 +96,10 @@ async def best_offer(
     warehouse: WarehouseDep,
     hub: ModelHubDep,
     offload: OffloadDep,
+    clock: ClockDep,
 ) -> Response:
     """`POST /quotes` as one line: `?model=Llama-3.1-8B&method=qlora&tokens=50M` (top=1)."""
-    return await offload(lambda: _quote(warehouse, query.request(hub=hub)))
+    return await offload(lambda: _quote(warehouse, query.request(hub=hub), clock()))
 
 
 @router.get("/models", response_model=ModelsPage, summary="The model catalog")

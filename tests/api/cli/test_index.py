@@ -95,7 +95,8 @@ def test_market_prints_the_history_it_has(index_db):
     assert printed["median"] == pytest.approx(expected["median"])
     table = runner.invoke(app, ["market", "--gpu", "H100-80GB", "--db", str(index_db)])
     assert table.exit_code == 0 and "history_days" not in table.stdout
-    assert "percentile_now" in table.stdout
+    assert "percentile_now" in table.stdout and "movement" in table.stdout
+    assert printed["movement"] == expected["movement"] is not None
 
 
 @pytest.mark.parametrize(

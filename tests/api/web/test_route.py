@@ -259,3 +259,21 @@ def test_the_chart_ends_each_line_at_the_tables_cheapest_available_offer(web):
         for li in page.select(".legend li")
     }
     assert legend and legend == table
+
+
+def test_each_quote_row_shows_its_own_ranges_and_a_flat_history_says_no_movement(web):
+    """Issue 42: no global "±N %" over rows whose own ranges differ; a price that never moved
+    is "no movement", never an extreme percentile; the history is the offer's own provider's."""
+    page = soup(web.get("/", params=WORKLOAD))
+    quotes = web.post("/quotes", json={**WORKLOAD, "top": 10}).json()["quotes"]
+    rows = page.select("#quotes-table tbody tr")
+    assert rows and len(rows) == len(quotes)
+    for row, quote in zip(rows, quotes, strict=True):
+        low, high = quote["hours_range"]
+        assert f"{low:.1f}–{high:.1f} h" in row.select_one('[data-label="Hours"]').text
+        cost = row.select_one(".price-pair")
+        assert cost.select_one(".range").text.count("$") == 2
+        history = row.select_one(".history").text
+        assert "percentile" not in history and "no movement" in history  # one price all along
+        assert quote["offer"]["provider"] in history
+    assert "±" not in page.select_one("#quotes").text

@@ -95,3 +95,22 @@ def test_a_gpu_without_history_answers_nothing_rather_than_inventing(market_clie
     assert (body["now"], body["median"], body["percentile_now"]) == (None, None, None)
     assert body["availability"] == 0.0
     assert body["below"] == []
+
+
+def test_a_market_that_moved_says_so_and_ranks_now(market_client):
+    body = market(market_client, days=30)
+    assert body["movement"] == "moved" and 0 < body["percentile_now"] < 100
+
+
+def test_a_flat_market_says_no_movement_and_never_an_extreme_percentile(
+    warehouse, db_path, tmp_path
+):
+    """Issue 42: one price all window once read "now: 100th percentile" (an agent reads wait)."""
+    for day in range(4):
+        at = DAY0 + timedelta(days=day, hours=6)
+        replay(warehouse, tmp_path, "vastai", at, vastai_body(h100=True))
+    settings = Settings(db=db_path, scheduler=False)
+    with TestClient(create_app(settings, warehouse, clock=lambda: NOW)) as client:
+        body = market(client, days=30)
+    assert body["history_days"] == 4 and body["min"] == body["max"] == body["now"]
+    assert body["movement"] == "none" and body["percentile_now"] is None

@@ -1,4 +1,5 @@
-"""A quote carries its 30-day range: the job at the index's p10, median and p90, and now."""
+"""A quote carries its 30-day range: the job at the p10, median and p90 of its own provider's
+daily lowest price for its GPU, and where the offer's price sits among those days."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def client(warehouse, db_path, tmp_path):
         yield c
 
 
-def test_each_quote_shows_the_job_at_the_indexs_30_day_range(client):
+def test_each_quote_shows_the_job_at_its_providers_30_day_range(client):
     body = client.post("/quotes", json=QLORA_70B).json()
     [h100] = [q for q in body["quotes"] if q["offer"]["gpu"] == "H100-80GB"]
     daily = [f * H100_PER_GPU_HOUR for f in FACTORS]
@@ -41,6 +42,43 @@ def test_each_quote_shows_the_job_at_the_indexs_30_day_range(client):
     assert history["p90_cost_usd"] == pytest.approx(deciles[-1] * gpu_hours)
     assert history["now_price_per_gpu_hour"] == pytest.approx(0.9 * H100_PER_GPU_HOUR)
     assert history["percentile_now"] == pytest.approx(100 * 2 / 4)  # 0.8 and 0.9 at or below
+    assert (history["provider"], history["gpu"], history["form_factor"]) == (
+        "vastai", "H100-80GB", "SXM"
+    )  # fmt: skip
+    assert (history["basis"], history["movement"]) == ("provider_lowest_available", "moved")
+
+
+LAMBDA_H100_8X_PER_GPU_HOUR = 3.99
+"""Lambda's recorded 8 × H100 SXM node per GPU-hour, its lowest H100 price."""
+
+
+@pytest.fixture
+def two_markets(warehouse, db_path, tmp_path):
+    """Vast.ai's H100 moving (× FACTORS) and Lambda's unchanged, one snapshot each a day."""
+    hour = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+    for days_ago, factor in zip([3, 2, 1, 0], FACTORS, strict=True):
+        at = hour - timedelta(days=days_ago)
+        replay(warehouse, tmp_path, "vastai", at, vastai_body(h100=True, factor=factor))
+        replay(warehouse, tmp_path, "lambda", at)
+    with TestClient(create_app(Settings(db=db_path, scheduler=False), warehouse)) as c:
+        yield c
+
+
+def test_a_quote_is_priced_from_its_own_provider_and_a_flat_history_ranks_nothing(two_markets):
+    """Issue 42: Lambda's quote once read the cross-provider index ($ far from its own price)
+    and "now: 100th percentile" on a price that never moved."""
+    body = two_markets.post("/quotes", json={**QLORA_70B, "provider": "lambda"}).json()
+    [node] = [q for q in body["quotes"] if q["offer"]["gpu"] == "H100-80GB" and q["gpus"] == 8]
+    gpu_hours = node["gpus"] * node["hours"]
+    history = node["history"]
+    assert history["provider"] == "lambda" and history["history_days"] == 4
+    for field in ("p10_cost_usd", "median_cost_usd", "p90_cost_usd"):
+        assert history[field] == pytest.approx(LAMBDA_H100_8X_PER_GPU_HOUR * gpu_hours)
+    assert history["p10_cost_usd"] == pytest.approx(node["cost_usd"])  # the offer's own market
+    assert history["movement"] == "none" and history["percentile_now"] is None
+    vast = two_markets.post("/quotes", json={**QLORA_70B, "provider": "vastai"}).json()
+    [moving] = [q["history"] for q in vast["quotes"] if q["offer"]["gpu"] == "H100-80GB"]
+    assert moving["movement"] == "moved" and moving["percentile_now"] == pytest.approx(50)
 
 
 def test_a_quote_without_index_history_in_the_window_has_no_block(db_path, tmp_path):
