@@ -8,8 +8,11 @@ Python SDK's low-level server). Each tool is one route of the REST API, and noth
   parameters of a GET, the request body of a POST), so the tools take exactly the parameters
   the API declares, with their descriptions and bounds;
 - a call is that request, sent through the whole app (every middleware and exception handler)
-  in the same process, or to a running server (`gpuprices mcp --api URL`), and its result is the
-  API's answer as it is, freshness and stale marks included;
+  in the same process, or to a running server (`gpuprices mcp --api URL`); its result is the
+  API's answer made compact (`api.mcp_answers`: the fields a buyer reads, numbers rounded to what
+  they mean, freshness and stale marks kept), or with `full: true` the API's answer as it is;
+- each tool's defaults (`limit`, `interval`) are sized for a model's context, stated in its
+  description and input schema, and sent to the API unless the agent gives its own;
 - a bad argument is the API's 4xx, turned into a tool error carrying the API's `detail` (what
   to fix); the server keeps serving.
 
@@ -21,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -30,6 +33,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
+from api.mcp_answers import HISTORY_POINTS, compact
 from api.rest.problems import problem_detail
 
 __all__ = [
@@ -49,6 +53,17 @@ INSTRUCTIONS = (
     "data is stale."
 )
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+OFFERS_LIMIT = 20
+HISTORY_INTERVAL = "1d"
+COMPACT_NOTE = (
+    "Answers are compact: the fields a buyer reads, prices to the cent or 4 significant "
+    "digits, percentages to 0.1; `full: true` returns the API's full record."
+)
+FULL_ARGUMENT = {
+    "type": "boolean",
+    "default": False,
+    "description": "true: the API's full record, unrounded; false: the compact answer",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +74,8 @@ class ApiTool:
     method: str
     path: str
     description: str
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    """Arguments sent when the agent gives none: sized for a model's context."""
 
 
 TOOLS: tuple[ApiTool, ...] = (
@@ -69,7 +86,9 @@ TOOLS: tuple[ApiTool, ...] = (
         "GPU offers on sale now (or as they stood at `as_of`), cheapest per GPU-hour first: "
         "price per GPU-hour and per instance-hour, on-demand or spot, GPU and form factor, "
         "where it is (country, EEA), whether it is rentable now, and whether its provider's "
-        "data is stale. Filter by gpu (A100-80GB, H100:8), provider, pricing, place, node size.",
+        "data is stale. Filter by gpu (A100-80GB, H100:8), provider, pricing, place, node size. "
+        f"Defaults: limit {OFFERS_LIMIT} offers. {COMPACT_NOTE}",
+        {"limit": OFFERS_LIMIT},
     ),
     ApiTool(
         "quote",
@@ -77,7 +96,8 @@ TOOLS: tuple[ApiTool, ...] = (
         "/quotes",
         "Where a fine-tuning job runs cheapest now: give a model (or params_b), a method "
         "(full, lora, qlora) and tokens; get the memory it needs, the GPUs, layout, hours and "
-        "total cost per offer, ranked, with the reasons offers were skipped.",
+        "total cost per offer, ranked, with the reasons offers were skipped. "
+        f"Defaults: top 10 quotes. {COMPACT_NOTE}",
     ),
     ApiTool(
         "models",
@@ -85,7 +105,8 @@ TOOLS: tuple[ApiTool, ...] = (
         "/models",
         "The models a quote knows by name: each with its Hugging Face id, total and active "
         "parameters (B), dense or mixture-of-experts, context length (max_position_embeddings) "
-        "and the config.json it comes from.",
+        "and the config.json it comes from. "
+        f"{COMPACT_NOTE}",
     ),
     ApiTool(
         "history",
@@ -93,14 +114,19 @@ TOOLS: tuple[ApiTool, ...] = (
         "/prices/history",
         "How one GPU's price moved: per provider and pricing, min / p25 / median / max per "
         "GPU-hour per bucket (1h, 6h, 1d, 1w) over a time range; gaps where a provider had no "
-        "good snapshot, never zeros.",
+        "good snapshot, never zeros. "
+        f"Defaults: interval {HISTORY_INTERVAL}; compact answers keep the newest "
+        f"{HISTORY_POINTS} points of each series (`points_left_off` says how many more "
+        f"`full: true` returns). {COMPACT_NOTE}",
+        {"interval": HISTORY_INTERVAL},
     ),
     ApiTool(
         "market",
         "GET",
         "/market",
         "Rent now or wait: where one GPU's price index sits now against its last days "
-        "(percentiles, availability, volatility, the cheapest hour of day).",
+        "(percentiles, availability, volatility, the cheapest hour of day). "
+        f"Defaults: the API's own (the last 30 days). {COMPACT_NOTE}",
     ),
 )
 
@@ -119,6 +145,16 @@ def tool_list(openapi: Mapping[str, Any]) -> list[types.Tool]:
 
 
 def _input_schema(openapi: Mapping[str, Any], tool: ApiTool) -> dict[str, Any]:
+    """The route's parameters (or body), with this tool's defaults and its `full` argument."""
+    schema = _route_schema(openapi, tool)
+    properties = dict(schema.get("properties", {}))
+    for name, value in tool.defaults.items():
+        properties[name] = {**properties[name], "default": value}
+    properties["full"] = FULL_ARGUMENT
+    return {**schema, "properties": properties}
+
+
+def _route_schema(openapi: Mapping[str, Any], tool: ApiTool) -> dict[str, Any]:
     operation = openapi["paths"][tool.path][tool.method.lower()]
     components = openapi.get("components", {}).get("schemas", {})
     if tool.method == "GET":
@@ -178,7 +214,10 @@ def mcp_server(openapi: Callable[[], Mapping[str, Any]], client: ClientFactory) 
         if tool is None:
             known = ", ".join(t.name for t in TOOLS)
             return _error(f"Unknown tool {params.name!r}; the tools are {known}")
-        arguments = params.arguments or {}
+        arguments = {**tool.defaults, **(params.arguments or {})}
+        full = arguments.pop("full", False)
+        if not isinstance(full, bool):
+            return _error(f"full must be true or false, not {full!r}")
         try:
             async with client() as api:
                 if tool.method == "GET":
@@ -189,9 +228,15 @@ def mcp_server(openapi: Callable[[], Mapping[str, Any]], client: ClientFactory) 
             return _error(f"the gpuprices API could not be reached: {exc or type(exc).__name__}")
         if response.status_code >= 400:
             return _error(_problem(response))
-        answer = response.json()
+        if full:
+            return types.CallToolResult(
+                content=[types.TextContent(text=response.text)],
+                structured_content=response.json(),
+            )
+        answer = compact(tool.name, response.json())
+        text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
         return types.CallToolResult(
-            content=[types.TextContent(text=response.text)], structured_content=answer
+            content=[types.TextContent(text=text)], structured_content=answer
         )
 
     return Server(

@@ -1,6 +1,7 @@
 """The MCP tools, asked with the official SDK's client over stdio (`gpuprices mcp`) and over
 streamable HTTP (`serve`'s `/mcp`): they list the five tools with the API's input schemas, answer
-as the API answers, and turn a bad argument into a tool error with the API's reason."""
+as the API answers (its full record with `full: true`, compact otherwise), and turn a bad argument
+into a tool error with the API's reason."""
 
 from __future__ import annotations
 
@@ -84,7 +85,7 @@ def _check_tools(listed, openapi: dict) -> None:
     tools = {tool.name: tool for tool in listed.tools}
     assert set(tools) == TOOLS
     offers_params = {p["name"] for p in openapi["paths"]["/offers"]["get"]["parameters"]}
-    assert set(tools["offers"].input_schema["properties"]) == offers_params
+    assert set(tools["offers"].input_schema["properties"]) == offers_params | {"full"}
     assert {"gpu", "max_price_per_gpu", "min_disk_gb"} <= offers_params
     assert tools["history"].input_schema["required"] == ["gpu"]
     assert {"model", "method", "tokens"} <= set(tools["quote"].input_schema["properties"])
@@ -101,7 +102,7 @@ def test_stdio_tools_answer_as_the_api_and_the_cli_do(market_db: Path, tmp_path:
         from fastapi.testclient import TestClient
 
         with TestClient(app) as client:
-            expected_offers = client.get("/offers", params={"gpu": "A100-80GB"}).json()
+            expected_offers = client.get("/offers", params={"gpu": "A100-80GB", "limit": 20}).json()
             openapi = client.get("/openapi.json").json()
             refused = client.get("/offers", params={"gpu": "H100:0"})
     assert refused.status_code == 422
@@ -110,7 +111,7 @@ def test_stdio_tools_answer_as_the_api_and_the_cli_do(market_db: Path, tmp_path:
         _ask,
         _stdio(market_db),
         [
-            ("offers", {"gpu": "A100-80GB"}),
+            ("offers", {"gpu": "A100-80GB", "full": True}),
             ("quote", JOB),
             ("offers", {"gpu": "H100:0"}),
             ("offers", {"gpu": "A100-80GB", "limit": 1}),
@@ -134,7 +135,7 @@ def _job_args() -> list[str]:
 
 def test_http_tools_at_slash_mcp_answer_as_the_api(served: str) -> None:
     with httpx.Client(base_url=served) as http:
-        expected = http.get("/offers", params={"gpu": "A100-80GB"}).json()
+        expected = http.get("/offers", params={"gpu": "A100-80GB", "limit": 20}).json()
         history = http.get("/prices/history", params={"gpu": "A100-80GB"}).json()
         catalog = http.get("/models").json()
         openapi = http.get("/openapi.json").json()
@@ -143,8 +144,8 @@ def test_http_tools_at_slash_mcp_answer_as_the_api(served: str) -> None:
         _ask,
         f"{served}/mcp",
         [
-            ("offers", {"gpu": "A100-80GB"}),
-            ("history", {"gpu": "A100-80GB"}),
+            ("offers", {"gpu": "A100-80GB", "full": True}),
+            ("history", {"gpu": "A100-80GB", "interval": "1h", "full": True}),
             ("history", {"gpu": "A100-80GB", "interval": "3h"}),
             ("nonexistent", {}),
             ("models", {}),
@@ -152,7 +153,9 @@ def test_http_tools_at_slash_mcp_answer_as_the_api(served: str) -> None:
     )
     _check_tools(listed, openapi)
     assert offers.structured_content["offers"] == expected["offers"]
-    assert models.structured_content == catalog
+    assert [m["name"] for m in models.structured_content["models"]] == [
+        m["name"] for m in catalog["models"]
+    ]
     assert {"Qwen3-30B-A3B", "gpt-oss-120b"} <= {m["name"] for m in catalog["models"]}
     assert past.structured_content["series"] == history["series"]
     assert bad.is_error and "interval" in bad.content[0].text
