@@ -65,13 +65,14 @@ def _answers(db: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any, li
 def test_h100_offers_at_defaults_are_a_few_kb_rounded_and_full_gives_the_record(
     market_db: Path,
 ) -> None:
-    listed, (small, full, history, models), api = _answers(
+    listed, (small, full, history, models, market), api = _answers(
         market_db,
         [
             ("offers", {"gpu": "H100"}),
             ("offers", {"gpu": "H100", "full": True}),
             ("history", {"gpu": "H100", "since": "2025-12-31", "until": "2026-01-10"}),
             ("models", {}),
+            ("market", {"gpu": "H100-80GB"}),
         ],
     )
     assert not small.is_error and small.structured_content["offers"], "the replays have H100s"
@@ -79,6 +80,7 @@ def test_h100_offers_at_defaults_are_a_few_kb_rounded_and_full_gives_the_record(
     assert len(text.encode()) < COMPACT_OFFERS_BYTES, len(text.encode())
     assert len(full.content[0].text.encode()) > 2 * len(text.encode())
     assert not TOO_PRECISE.search(text), TOO_PRECISE.search(text)
+    assert TOO_PRECISE.search(full.content[0].text), "the check bites: the full record has some"
     assert json.loads(text) == small.structured_content
     for offer in small.structured_content["offers"]:
         assert set(offer) <= set(OFFER_FIELDS)
@@ -102,6 +104,7 @@ def test_h100_offers_at_defaults_are_a_few_kb_rounded_and_full_gives_the_record(
     assert len(history.content[0].text.encode()) < COMPACT_HISTORY_BYTES
     assert not TOO_PRECISE.search(history.content[0].text)
     assert not TOO_PRECISE.search(models.content[0].text)
+    assert not market.is_error and not TOO_PRECISE.search(market.content[0].text)
     assert {"name", "total_params_b", "context_length"} <= set(
         models.structured_content["models"][0]
     )
