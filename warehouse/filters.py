@@ -106,6 +106,8 @@ FILTERS: tuple[Filter, ...] = (
     Filter("pricing", "pricing", "is", "on_demand or spot", resolved=True),
     Filter("region", "region", "contains", "Case-insensitive part of the region text", type=str),
     Filter("form_factor", "form_factor", "is", "SXM, PCIe or NVL", resolved=True),
+    Filter("vendor", "vendor", "is", "nvidia, amd or intel: who makes the GPU (the catalog's)",
+           resolved=True, node=True),
     Filter("countries", "country", "in",
            "ISO 3166-1 alpha-2 codes, repeated or comma-separated, e.g. DE,FR",
            alias="country", resolved=True),

@@ -53,7 +53,7 @@ SORT_FIELDS = (
 """The numeric offer fields an answer can be sorted on."""
 TIE_BREAK = ("price_per_gpu_hour", "price_per_hour", "provider", "offer_id", "pricing")
 """After the sort field (unknown values last): cheapest per GPU-hour, then a stable key."""
-DERIVED_COLUMNS = ("price_per_pflop_hour", "nvlink")
+DERIVED_COLUMNS = ("price_per_pflop_hour", "nvlink", "vendor")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +66,8 @@ class GpuFigure:
     """Dense BF16 (FP16 without BF16) PFLOP/s per GPU."""
     nvlink: bool | None
     """Linked by NVLink; None where it depends on the machine (a bridge, or several forms)."""
+    vendor: str | None = None
+    """Who makes the GPU, lower case (`nvidia`, `amd`, `intel`); None: not known."""
 
 
 def sort_columns(sort: SortKey) -> list[tuple[str, bool]]:
@@ -134,19 +136,22 @@ time among the few runs that share it, rather than one `arg_max` over a struct (
 combined key) for every run up to `?` (slower: bench/history.py's as_of). `as_of` asks it once,
 for the freshness and the offers both."""
 
-_FIGURES = "STRUCT(gpu VARCHAR, form_factor VARCHAR, dense_pflops DOUBLE, nvlink BOOLEAN)[]"
+_FIGURES = (
+    "STRUCT(gpu VARCHAR, form_factor VARCHAR, dense_pflops DOUBLE, nvlink BOOLEAN, "
+    "vendor VARCHAR)[]"
+)
 
 
 def offers_relation(source: str, figures: tuple[GpuFigure, ...], params: list[Any]) -> str:
     """`source` (a table of offers) with the derived columns, as a subquery: each offer's
     figures are those of its GPU in its form factor, else of its GPU in any form (the
-    catalog's `form_factor` None row)."""
+    catalog's `form_factor` None row); `vendor` is the GPU's, whatever its form."""
     # One JSON text, not a list of dicts: DuckDB's driver converts a parameter value by value,
     # trying `import pandas` for each (where pandas is not installed, each try searches sys.path
     # again), and the figures are hundreds of values; bench/parameters.py prints both ways.
     params.append(json.dumps([
         {"gpu": f.gpu, "form_factor": f.form_factor, "dense_pflops": f.dense_pflops,
-         "nvlink": f.nvlink}
+         "nvlink": f.nvlink, "vendor": f.vendor}
         for f in figures
     ]))  # fmt: skip
     return f"""(
@@ -156,7 +161,8 @@ def offers_relation(source: str, figures: tuple[GpuFigure, ...], params: list[An
                                         ELSE any_form.dense_pflops END AS price_per_pflop_hour,
             CASE WHEN o.form_factor = 'SXM' THEN TRUE
                  WHEN exact.gpu IS NOT NULL THEN exact.nvlink
-                 ELSE any_form.nvlink END AS nvlink
+                 ELSE any_form.nvlink END AS nvlink,
+            coalesce(any_form.vendor, exact.vendor) AS vendor
         FROM {source} AS o
         LEFT JOIN figures AS exact ON exact.gpu = o.gpu AND exact.form_factor = o.form_factor
         LEFT JOIN figures AS any_form ON any_form.gpu = o.gpu AND any_form.form_factor IS NULL

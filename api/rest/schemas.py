@@ -85,6 +85,11 @@ class OfferOut(BaseModel):
         description="GPUs linked by NVLink (SXM boards); null where the catalog cannot tell "
         "(a PCIe card a bridge may link)",
     )
+    vendor: str | None = Field(
+        default=None,
+        description="Who makes the GPU (nvidia, amd, intel), from the catalog; null when the GPU "
+        "is unknown",
+    )
     stale: bool = Field(
         default=False,
         description="Its provider's snapshot is stale, or its exchange rate is over 7 days old",

@@ -44,6 +44,7 @@ __all__ = [
     "NODE_SCOPE",
     "Name",
     "OfferScope",
+    "Vendor",
     "PLACE_SCOPE",
     "front_end_model",
     "resolve",
@@ -51,6 +52,8 @@ __all__ = [
     "split_names",
 ]
 
+Vendor = Literal["nvidia", "amd", "intel"]
+"""Who makes a GPU, as the `vendor` filter takes it (any case); the catalog's `vendor` column."""
 MAX_NAMES = 50
 """Most values of a list filter (providers, countries)."""
 MAX_NAME_CHARS = 200
@@ -132,6 +135,7 @@ _RESOLVERS: dict[str, _Resolver] = {
     "providers": _Resolver(tuple[str, ...], _providers, (), {"max_length": MAX_NAMES}),
     "pricing": _Resolver(Pricing | None, _text),
     "form_factor": _Resolver(FormFactor | None, _text),
+    "vendor": _Resolver(Vendor | None, _text),
     "countries": _Resolver(
         tuple[str, ...],
         lambda codes, _cat: get_locator().check_countries(codes),
@@ -165,7 +169,9 @@ class _Scope(BaseModel):
     _split = field_validator("providers", "countries", mode="before", check_fields=False)(
         _split_values
     )
-    _lower = field_validator("jurisdiction", mode="before", check_fields=False)(_lower_value)
+    _lower = field_validator("jurisdiction", "vendor", mode="before", check_fields=False)(
+        _lower_value
+    )
     _shorthand = model_validator(mode="before")(_gpu_shorthand)
 
     def given(self) -> set[str]:
@@ -235,10 +241,9 @@ def front_end_model(model: type[BaseModel], honoured: Collection[str], name: str
     lists = [n for n in ("providers", "countries") if n in fields]
     if lists:
         validators["split_lists"] = field_validator(*lists, mode="before")(_split_values)
-    if "jurisdiction" in fields:
-        validators["lower_jurisdiction"] = field_validator("jurisdiction", mode="before")(
-            _lower_value
-        )
+    lowered = [n for n in ("jurisdiction", "vendor") if n in fields]
+    if lowered:
+        validators["lower_case"] = field_validator(*lowered, mode="before")(_lower_value)
     if "gpu" in fields and "gpu_count" in fields:
         validators["gpu_shorthand"] = model_validator(mode="before")(_gpu_shorthand)
     elif "gpu" in fields:  # checked here, as `model` will read it: a bad one is this model's error

@@ -20,12 +20,15 @@ from warehouse.offers import SORT_FIELDS, GpuFigure, OfferFilters, latest_offers
 
 OBSERVED_AT = datetime(2026, 1, 5, 12, tzinfo=UTC)
 FIGURES = (
-    GpuFigure("H100-80GB", "SXM", 0.989, True),
-    GpuFigure("H100-80GB", None, 0.756, None),
-    GpuFigure("A100-80GB", None, 0.312, None),
+    GpuFigure("H100-80GB", "SXM", 0.989, True, "nvidia"),
+    GpuFigure("H100-80GB", None, 0.756, None, "nvidia"),
+    GpuFigure("A100-80GB", None, 0.312, None, "nvidia"),
+    GpuFigure("MI300X", None, 1.307, False, "amd"),
 )
+DERIVED = {"vendor": {f.gpu: f.vendor for f in FIGURES}}
+"""The derived text columns a filter compares: the figure's value of the row's GPU."""
 TEXTS = {
-    "gpu": ["H100-80GB", "A100-80GB", "RTX 4090", None],
+    "gpu": ["H100-80GB", "A100-80GB", "MI300X", "RTX 4090", None],
     "provider": ["vastai", "runpod", "lambda"],
     "pricing": ["on_demand", "spot"],
     "form_factor": ["SXM", "PCIe", None],
@@ -75,7 +78,7 @@ def values_of(f: Filter, rows: list[dict[str, Any]]) -> st.SearchStrategy[Any]:
         return st.booleans()
     if f.compare == "named":
         return st.none() | st.sampled_from(f.column.split("|"))
-    seen = sorted({row[f.column] for row in rows if row.get(f.column) is not None}, key=str)
+    seen = sorted({v for row in rows if (v := column_value(row, f.column)) is not None}, key=str)
     if f.compare in ("<=", ">=", "="):
         if f.type is int:
             bounded: st.SearchStrategy[Any] = st.integers(int(f.ge or 0), int(f.le or 0))
@@ -90,6 +93,13 @@ def values_of(f: Filter, rows: list[dict[str, Any]]) -> st.SearchStrategy[Any]:
     if f.compare == "in":
         return st.none() | st.frozensets(st.sampled_from(names), max_size=3)
     return st.none() | st.sampled_from(names).flatmap(_any_part)  # contains
+
+
+def column_value(row: dict[str, Any], column: str) -> Any:
+    """`row`'s value of `column`, a derived one (`vendor`) from its GPU's figure."""
+    if column in DERIVED:
+        return DERIVED[column].get(row["gpu"])
+    return row.get(column)
 
 
 def _any_part(name: str) -> st.SearchStrategy[str]:
@@ -128,7 +138,7 @@ def excluding(f: Filter, rows: list[dict[str, Any]]) -> Any:
     """A value of `f` that leaves out some of `rows`, and keeps others."""
     if "*" in f.column:
         return 1000.0  # GB over the whole offer: 8 x 141 GB passes, 1 x 24 GB does not
-    known = [r[f.column] for r in rows if r.get(f.column) is not None]
+    known = [v for r in rows if (v := column_value(r, f.column)) is not None]
     return {
         "<=": min(known, default=None),
         ">=": max(known, default=None),
