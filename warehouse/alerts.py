@@ -21,6 +21,7 @@ __all__ = [
     "attempts_for_rule",
     "claim_delivery",
     "claim_due_deliveries",
+    "count_sent_since",
     "delete_rule",
     "deliveries_for_rule",
     "disable_rule",
@@ -205,6 +206,21 @@ def save_state(conn: duckdb.DuckDBPyConnection, state: StateRow) -> None:
 
 def insert_delivery(conn: duckdb.DuckDBPyConnection, delivery: DeliveryRow) -> None:
     _insert(conn, "alert_deliveries", delivery)
+
+
+def count_sent_since(
+    conn: duckdb.DuckDBPyConnection, rule_id: str, since: datetime, excluded_type: str
+) -> int:
+    """A rule's stored events created at or after `since` that were not cancelled, leaving out
+    those of `excluded_type` (test events): what its delivery rate limit counts."""
+    row = conn.execute(
+        """
+        SELECT count(*) FROM alert_deliveries
+        WHERE rule_id = ? AND created_at >= ? AND status <> 'cancelled' AND event_type <> ?
+        """,
+        [rule_id, since, excluded_type],
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def get_delivery(conn: duckdb.DuckDBPyConnection, delivery_id: str) -> DeliveryRow | None:

@@ -8,7 +8,10 @@ so never a half-written one), then `decide` compares that with the rule's state:
 - availability rules fire when the GPU is available at a place (provider/region) not seen
   available at the previous evaluation;
 - within `cooldown` of the last fire a rule does not fire; the event is kept for later (it fires
-  at the first evaluation after the cooldown if the condition still holds), never repeated.
+  at the first evaluation after the cooldown if the condition still holds), never repeated;
+- whatever the data, a rule sends at most `MAX_DELIVERIES_PER_RULE_PER_HOUR` events in any
+  `RATE_WINDOW`, counted from its stored deliveries (test events aside); an event past the limit
+  is stored `cancelled` with the reason, so the delivery log shows it, and never sent.
 
 A new rule has no state, so a condition that already holds fires at its first evaluation. New
 states and events are written in one transaction; evaluations never overlap (in one process,
@@ -24,13 +27,19 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
 
-from pipeline.alerts.events import EVENT_TYPES, event_body, new_delivery, offer_summary
+from pipeline.alerts.events import (
+    EVENT_TYPES,
+    TEST_EVENT,
+    event_body,
+    new_delivery,
+    offer_summary,
+)
 from pipeline.alerts.events import rule_summary as _rule_summary
 from pipeline.alerts.health import evaluate_health
 from pipeline.alerts.rules import AlertKind, AlertRule, rule_from_row
@@ -44,7 +53,15 @@ from pipeline.settings import Settings
 from warehouse import Warehouse
 from warehouse import alerts as wa
 
-__all__ = ["Decision", "Observation", "decide", "evaluate_alerts", "observe"]
+__all__ = [
+    "MAX_DELIVERIES_PER_RULE_PER_HOUR",
+    "RATE_WINDOW",
+    "Decision",
+    "Observation",
+    "decide",
+    "evaluate_alerts",
+    "observe",
+]
 
 logger = logging.getLogger(__name__)
 OffersSource = Callable[[OfferQuery], list[dict[str, Any]]]
@@ -53,6 +70,9 @@ OffersSource = Callable[[OfferQuery], list[dict[str, Any]]]
 MAX_OFFERS_IN_EVENT = 5
 ERROR_CHARS = 500
 """Longest evaluation error stored with a rule."""
+MAX_DELIVERIES_PER_RULE_PER_HOUR = 12
+"""Most events one rule sends in any `RATE_WINDOW`, whatever its condition or cooldown."""
+RATE_WINDOW = timedelta(hours=1)
 _EVALUATION = threading.Lock()
 """One evaluation at a time per process (the scheduler runs providers in parallel)."""
 
@@ -207,6 +227,17 @@ def _event_data(
 
 
 EVALUATION_LOCK = "gpuprices:alerts-evaluate"
+RATE_LIMITED = (
+    f"rate limit: at most {MAX_DELIVERIES_PER_RULE_PER_HOUR} events per rule per "
+    f"{RATE_WINDOW.total_seconds() / 3600:g} h"
+)
+
+
+def _rate_limited(delivery: wa.DeliveryRow, now: datetime) -> wa.DeliveryRow:
+    """The event as stored when its rule is over the limit: cancelled, with the reason."""
+    return replace(
+        delivery, status="cancelled", next_attempt_at=None, finished_at=now, last_error=RATE_LIMITED
+    )
 
 
 def _evaluate_rule(
@@ -265,15 +296,26 @@ def evaluate_alerts(
                     errors[row.rule_id] = None  # fine again
         with warehouse.transaction() as conn:
             live = {row.rule_id for row in wa.list_rules(conn, enabled_only=True)}
+            kept: list[tuple[wa.StateRow, list[wa.DeliveryRow]]] = []
             for next_state, deliveries in decisions:
                 if next_state.rule_id not in live:
                     continue  # deleted or disabled while we looked
                 wa.save_state(conn, next_state)
-                for delivery in deliveries:
+                sent = wa.count_sent_since(conn, next_state.rule_id, now - RATE_WINDOW, TEST_EVENT)
+                allowed = max(0, MAX_DELIVERIES_PER_RULE_PER_HOUR - sent)
+                for delivery in deliveries[allowed:]:
+                    logger.warning(
+                        "alert %s event %s not sent: rate limit",
+                        delivery.rule_id,
+                        delivery.event_type,
+                    )
+                    wa.insert_delivery(conn, _rate_limited(delivery, now))
+                for delivery in deliveries[:allowed]:
                     wa.insert_delivery(conn, delivery)
+                kept.append((next_state, deliveries[:allowed]))
             for rule_id, error in errors.items():
                 wa.set_evaluation_error(conn, rule_id, error, now if error is not None else None)
-    fired = [d for _, deliveries in decisions for d in deliveries if d.rule_id in live]
+    fired = [d for _, deliveries in kept for d in deliveries]
     for delivery in fired:
         logger.info(
             "alert fired rule=%s event=%s delivery=%s",

@@ -236,3 +236,37 @@ def test_an_unconfirmed_outlier_fires_no_price_alert_until_a_second_run_confirms
     collect(warehouse, clock, cheap)
     [event] = bodies(warehouse, evaluate_alerts(warehouse, settings, clock()))
     assert event["data"]["value"] == pytest.approx(0.02)
+
+
+def test_no_rule_sends_more_than_its_hourly_limit_however_often_its_condition_flips(
+    warehouse, settings, clock, tmp_path
+):
+    """Issue 46: an H100 that goes and comes every 30 s re-arms and fires a price rule (no
+    cooldown) every other run; each of several such rules is held to the limit, counted from
+    its stored deliveries, and what is over it is stored cancelled with the reason."""
+    from pipeline.alerts.evaluate import MAX_DELIVERIES_PER_RULE_PER_HOUR, RATE_LIMITED
+
+    flipping = Condition.of(AlertKind.PRICE, gpu="H100", below_price_per_gpu_hour=5.0)
+    rules = [
+        create_alert(warehouse, AlertSpec(URL, flipping), settings, clock()).rule.rule_id
+        for _ in range(3)
+    ]
+    sold_out, listed = without_h100_available(tmp_path), FIXTURES / "vastai_bundles.json"
+    fired: list[str] = []
+    for run in range(4 * MAX_DELIVERIES_PER_RULE_PER_HOUR):  # 24 minutes, 24 flips to "below"
+        clock.advance(timedelta(seconds=30))
+        path = listed if run % 2 == 0 else sold_out
+        run_collection(["vastai"], warehouse, replays={"vastai": path}, now=clock)
+        fired += evaluate_alerts(warehouse, settings, clock())
+    assert len(fired) == len(rules) * MAX_DELIVERIES_PER_RULE_PER_HOUR
+    with warehouse.cursor() as cur:
+        for rule_id in rules:
+            log = wa.deliveries_for_rule(cur, rule_id)
+            sent = [d for d in log if d.status == "pending"]
+            held = [d for d in log if d.status == "cancelled"]
+            assert len(sent) == MAX_DELIVERIES_PER_RULE_PER_HOUR
+            assert len(held) == 2 * MAX_DELIVERIES_PER_RULE_PER_HOUR - len(sent)
+            assert {d.last_error for d in held} == {RATE_LIMITED}
+    clock.advance(timedelta(hours=1))  # the window moved on: the rules send again
+    run_collection(["vastai"], warehouse, replays={"vastai": listed}, now=clock)
+    assert len(evaluate_alerts(warehouse, settings, clock())) == len(rules)

@@ -1,5 +1,6 @@
 """Issue 32's provider-health alerts: one signed `provider.degraded` per episode, then one
-`provider.recovered` after a clean run; a provider without its required key is never degraded."""
+`provider.recovered` after two clean runs in a row (issue 46: no flapping); a provider without
+its required key is never degraded."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from pipeline.alerts import (
     create_alert,
     evaluate_alerts,
 )
+from pipeline.alerts.health import MIN_REOPEN_AFTER, RECOVERY_CLEAN_RUNS
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES
@@ -82,6 +84,8 @@ def test_a_drifted_answer_sends_one_signed_degraded_event_then_one_recovered_aft
         collect_and_send(warehouse, settings, clock, broken(tmp_path))
         assert len(receiver.requests) == 1  # the same episode: no repeat
         collect_and_send(warehouse, settings, clock, drifted)  # same shape again: clean
+        assert len(receiver.requests) == 1  # one clean run does not end the episode
+        collect_and_send(warehouse, settings, clock, drifted)  # the second in a row does
         assert len(receiver.requests) == 2
         collect_and_send(warehouse, settings, clock, drifted)
         assert len(receiver.requests) == 2
@@ -137,3 +141,46 @@ def test_a_provider_health_rule_takes_no_gpu_or_threshold(warehouse, settings, c
         create_alert(
             warehouse, health_rule("http://127.0.0.1:9/hook", gpu="H100-80GB"), settings, clock()
         )
+
+
+def malformed(tmp_path: Path) -> Path:
+    """JSON of the wrong shape (offers is not a list): the run fails, its shape differs."""
+    path = tmp_path / "malformed.json"
+    path.write_bytes(orjson.dumps({"offers": {"error": "rate limited"}, "retry_after": 5}))
+    return path
+
+
+def test_an_answer_alternating_good_and_malformed_shape_sends_one_degraded_and_never_flaps(
+    warehouse, settings, clock, tmp_path
+):
+    good, bad = FIXTURES / "vastai_bundles.json", malformed(tmp_path)
+    with receiving() as receiver:
+        create_alert(warehouse, health_rule(receiver.url, providers=("vastai",)), settings, clock())
+        for run in range(40):
+            collect_and_send(warehouse, settings, clock, good if run % 2 == 0 else bad)
+        assert [orjson.loads(r.body)["type"] for r in receiver.requests] == ["provider.degraded"]
+        # a sustained recovery: clean runs in a row, and the episode ends once
+        for _ in range(RECOVERY_CLEAN_RUNS):
+            collect_and_send(warehouse, settings, clock, good)
+        collect_and_send(warehouse, settings, clock, good)
+        types = [orjson.loads(r.body)["type"] for r in receiver.requests]
+    assert types == ["provider.degraded", "provider.recovered"]
+
+
+def test_a_closed_episode_does_not_reopen_within_the_minimum_time_but_does_after(
+    warehouse, settings, clock, tmp_path
+):
+    good, bad = FIXTURES / "vastai_bundles.json", malformed(tmp_path)
+    with receiving() as receiver:
+        create_alert(warehouse, health_rule(receiver.url, providers=("vastai",)), settings, clock())
+        collect_and_send(warehouse, settings, clock, good)
+        collect_and_send(warehouse, settings, clock, bad)
+        for _ in range(RECOVERY_CLEAN_RUNS):
+            collect_and_send(warehouse, settings, clock, good)
+        assert len(receiver.requests) == 2  # degraded, recovered
+        collect_and_send(warehouse, settings, clock, bad)  # soon after it closed: held back
+        assert len(receiver.requests) == 2
+        clock.advance(MIN_REOPEN_AFTER)
+        collect_and_send(warehouse, settings, clock, bad)  # still degraded, long after: reopens
+        types = [orjson.loads(r.body)["type"] for r in receiver.requests]
+    assert types == ["provider.degraded", "provider.recovered", "provider.degraded"]
