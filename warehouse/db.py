@@ -219,6 +219,17 @@ class Warehouse:
         if self.lake is not None:
             _leases.release_lease(self.lake.conninfo, name, holder)
 
+    def data_path_problem(self) -> str | None:
+        """Why the lake's data files cannot be read now (None: they can, or an embedded file,
+        whose readability `schema_version` already proves)."""
+        if self.lake is None:
+            return None
+        cur = self._conn.cursor()
+        try:
+            return _lake.data_path_problem(cur, self.lake.data_path)
+        finally:
+            cur.close()
+
     def schema_version(self) -> int:
         """The newest migration applied (0: none, or no migration table at all)."""
         with self.cursor() as cur:

@@ -30,7 +30,7 @@ from typing import Any
 import duckdb
 
 from warehouse.errors import MissingExtraError, WarehouseError
-from warehouse.lake_s3 import create_s3_secret
+from warehouse.lake_s3 import create_s3_secret, s3_reason
 from warehouse.target import LakeTarget, redacted
 
 __all__ = [
@@ -39,6 +39,7 @@ __all__ = [
     "attach_lake",
     "cluster_lock",
     "connect_lake",
+    "data_path_problem",
     "extension_file",
 ]
 
@@ -119,6 +120,36 @@ def attach_lake(conn: duckdb.DuckDBPyConnection, target: LakeTarget) -> None:
         f"ATTACH '{_quoted(target.url)}' AS {LAKE_ALIAS} (DATA_PATH '{_quoted(target.data_path)}')"
     )
     conn.execute(f"USE {LAKE_ALIAS}")
+
+
+def data_path_problem(conn: duckdb.DuckDBPyConnection, data_path: str) -> str | None:
+    """Why the lake's data files cannot be read now (None: they can), for readiness.
+
+    A directory must exist and be listable; object storage must answer one listing of the
+    data path (`glob`: a ListObjectsV2 in the bucket, so a deleted bucket or a refused key
+    fails it, an empty prefix of a fresh lake does not). The reason names the path and the
+    store's error, never a credential.
+    """
+    if not data_path.startswith(REMOTE_SCHEMES):
+        path = Path(data_path)
+        if not path.is_dir():
+            return f"the lake's data path {data_path} is not a directory (removed?)"
+        try:
+            with os.scandir(path) as entries:
+                next(entries, None)
+        except OSError as exc:
+            return f"the lake's data path {data_path} cannot be listed: {exc.strerror or exc}"
+        return None
+    pattern = data_path.rstrip("/") + "/*"
+    try:
+        conn.execute("SELECT count(*) FROM glob(?)", [pattern]).fetchone()
+    except duckdb.Error as exc:
+        message = str(exc)
+        reason = s3_reason(message) if isinstance(exc, duckdb.HTTPException) else None
+        return redacted(
+            f"the lake's data path {data_path} cannot be listed: {reason or _first_line(exc)}"
+        )
+    return None
 
 
 def _psycopg() -> Any:

@@ -190,6 +190,11 @@ class ProvidersPage(BaseModel):
 class ReadyOut(BaseModel):
     ready: bool
     database: bool
+    data_path: bool | None = Field(
+        default=None,
+        description="Whether the lake's data path answered a listing (probed at most every few "
+        "seconds); null on an embedded file, or when the database cannot be read",
+    )
     scheduler: str = Field(description="running, stopped or disabled")
     providers: list[ProviderFreshnessOut]
 

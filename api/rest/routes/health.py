@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import threading
 import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 from fastapi import APIRouter, Request
@@ -10,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from api.rest.deps import CollectorDep, FreshnessDep, SettingsDep, WarehouseDep
 from api.rest.problems import PROBLEM_MEDIA_TYPE, problem_response
 from api.rest.schemas import HealthOut, ProviderFreshnessOut, ReadyOut
-from warehouse import WarehouseError
+from warehouse import Warehouse, WarehouseError
 
 router = APIRouter(tags=["health"])
 
@@ -23,6 +26,55 @@ DATABASE_CHECK_TTL_S = 1.0
 class _Checked:
     at: float
     schema_version: int
+
+
+DATA_PATH_CHECK_TTL_S = 5.0
+"""How long one probe of the lake's data path (a listing) answers `/readyz`."""
+DATA_PATH_PROBE_TIMEOUT_S = 5.0
+"""How long `/readyz` waits for that listing: past it the data path counts as unreachable (the
+probe still running is reused by the next request, never a second one alongside)."""
+_PROBE_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class _DataPathChecked:
+    at: float
+    problem: str | None
+
+
+def _probe(warehouse: Warehouse, answer: Future[str | None]) -> None:
+    try:
+        answer.set_result(warehouse.data_path_problem())
+    except WarehouseError as exc:
+        answer.set_result(str(exc))
+
+
+def _data_path_problem(request: Request, warehouse: Warehouse) -> str | None:
+    """Why the lake's data path cannot be read (None: it can), probed at most once per
+    `DATA_PATH_CHECK_TTL_S` and waited for at most `DATA_PATH_PROBE_TIMEOUT_S`."""
+    if warehouse.lake is None:
+        return None
+    state = request.app.state
+    checked: _DataPathChecked | None = getattr(state, "data_path_checked", None)
+    if checked is not None and time.monotonic() - checked.at < DATA_PATH_CHECK_TTL_S:
+        return checked.problem
+    with _PROBE_LOCK:
+        pending: Future[str | None] | None = getattr(state, "data_path_probe", None)
+        if pending is None or pending.done():
+            pending = Future()
+            state.data_path_probe = pending
+            threading.Thread(
+                target=_probe, args=(warehouse, pending), name="readyz-data-path", daemon=True
+            ).start()
+    try:
+        problem = pending.result(timeout=DATA_PATH_PROBE_TIMEOUT_S)
+    except FutureTimeout:
+        problem = (
+            f"the lake's data path {warehouse.lake.data_path} did not answer a listing within "
+            f"{DATA_PATH_PROBE_TIMEOUT_S:g} s"
+        )
+    state.data_path_checked = _DataPathChecked(time.monotonic(), problem)
+    return problem
 
 
 @router.get("/healthz", response_model=HealthOut, summary="Liveness and database check")
@@ -39,7 +91,7 @@ async def healthz(request: Request, warehouse: WarehouseDep, settings: SettingsD
 @router.get(
     "/readyz",
     response_model=ReadyOut,
-    summary="Readiness: database open, schedule running, provider freshness",
+    summary="Readiness: database, lake data path, schedule running, provider freshness",
     responses={
         503: {
             "description": "Not ready: a problem detail that also carries the ReadyOut fields",
@@ -57,6 +109,7 @@ async def healthz(request: Request, warehouse: WarehouseDep, settings: SettingsD
     },
 )
 def readyz(
+    request: Request,
     warehouse: WarehouseDep,
     settings: SettingsDep,
     collector: CollectorDep,
@@ -66,17 +119,25 @@ def readyz(
         database = warehouse.schema_version() > 0
     except WarehouseError:
         database = False
+    problem = _data_path_problem(request, warehouse) if database else None
+    data_path = None if warehouse.lake is None or not database else problem is None
     if not settings.scheduler or collector is None:
         scheduler = "disabled"
     else:
         scheduler = "running" if collector.running else "stopped"
     body = ReadyOut(
-        ready=database and scheduler != "stopped",
+        ready=database and data_path is not False and scheduler != "stopped",
         database=database,
+        data_path=data_path,
         scheduler=scheduler,
         providers=[ProviderFreshnessOut.model_validate(f) for f in freshness],
     )
     if body.ready:
         return JSONResponse(body.model_dump(mode="json"))
-    reason = "the database cannot be read" if not database else "the collection schedule stopped"
+    if not database:
+        reason = "the database cannot be read"
+    elif problem is not None:
+        reason = problem
+    else:
+        reason = "the collection schedule stopped"
     return problem_response(503, f"Not ready: {reason}", extensions=body.model_dump(mode="json"))
