@@ -12,6 +12,7 @@ in that one only (on one GPU there is nothing to split).
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 
@@ -39,6 +40,7 @@ __all__ = [
     "place",
     "placement",
     "precision_problem",
+    "software_problem",
     "usable_vram_gib",
 ]
 
@@ -72,6 +74,8 @@ class GpuType:
     mem_bw_gbps: float | None = None
     form_factor: str | None = None
     """SXM, PCIe or NVL when the catalog row says; None for cards that come in one form."""
+    vendor: str = "NVIDIA"
+    """The catalog's maker: NVIDIA runs the CUDA stack, AMD the ROCm one (`software_problem`)."""
 
 
 NO_FLASH_ATTENTION = frozenset({"MI250", "MI250X"})  # section 4.3: AMD cards without it
@@ -86,6 +90,38 @@ def has_flash_attention(variant: GpuVariant) -> bool:
     if variant.vendor == "NVIDIA":
         return variant.bf16
     return variant.family not in NO_FLASH_ATTENTION
+
+
+ROCM_ARCH: Mapping[str, str] = {
+    **dict.fromkeys(("MI250", "MI250X"), "gfx90a"),  # CDNA2
+    **dict.fromkeys(("MI300X", "MI325X"), "gfx942"),  # CDNA3
+    **dict.fromkeys(("MI350X", "MI355X"), "gfx950"),  # CDNA4
+}
+"""The LLVM target of each AMD family (AMD's ROCm GPU specifications), which decides whether a
+ROCm build of a kernel library runs on it."""
+BITSANDBYTES_ROCM_TARGETS = frozenset({"gfx90a", "gfx942", "gfx950"})
+"""The CDNA targets of bitsandbytes' ROCm wheels on PyPI (its installation guide, "AMD ROCm":
+gfx90a and gfx942 from ROCm 6.4.4, gfx950 from 7.0.2; "all features are supported" there, so
+its NF4 4-bit layers, which QLoRA needs, run on those cards)."""
+
+
+def software_problem(w: Workload, gpu: GpuType) -> str | None:
+    """Why the training software cannot run `w` on `gpu`. On AMD, Transformers and PEFT run on
+    PyTorch's ROCm build (full and LoRA), but QLoRA also needs bitsandbytes' 4-bit kernels,
+    built for some CDNA targets only (`BITSANDBYTES_ROCM_TARGETS`); other makers than NVIDIA
+    and AMD are not modelled."""
+    if gpu.vendor == "NVIDIA":
+        return None
+    if gpu.vendor != "AMD":
+        return f"{gpu.id} ({gpu.vendor}): only the CUDA and ROCm training stacks are modelled"
+    arch = ROCM_ARCH.get(gpu.family)
+    if w.method == "qlora" and arch not in BITSANDBYTES_ROCM_TARGETS:
+        built = ", ".join(sorted(BITSANDBYTES_ROCM_TARGETS))
+        return (
+            f"QLoRA needs bitsandbytes' 4-bit kernels, whose ROCm builds target {built}, "
+            f"not {gpu.id} ({arch or 'architecture unknown'}); use method lora or full"
+        )
+    return None
 
 
 TWO_DEVICE_GPUS = frozenset({"MI250", "MI250X"})  # section 5: 2 × 64 GB to software
@@ -106,6 +142,7 @@ def gpu_type(variant: GpuVariant) -> GpuType:
         devices_per_gpu=devices,
         mem_bw_gbps=variant.mem_bw_gbps / devices if variant.mem_bw_gbps else None,
         form_factor=str(variant.form_factor) if variant.form_factor else None,
+        vendor=variant.vendor,
     )
 
 
@@ -216,10 +253,11 @@ class Fit:
 
 
 def precision_problem(w: Workload, gpu: GpuType) -> str | None:
-    """Why `gpu` cannot run `w` at its precision: pure-BF16 weights on a card without BF16."""
+    """Why `gpu` cannot run `w` at its precision (pure-BF16 weights on a card without BF16) or
+    with its software (`software_problem`: QLoRA on an AMD card bitsandbytes has no build for)."""
     if w.precision == "bf16" and w.pure_bf16 and lacks_bf16(gpu):
         return f"{gpu.id} has no BF16 for pure-BF16 weights; use precision fp16"
-    return None
+    return software_problem(w, gpu)
 
 
 def _smallest_fit(w: Workload, gpu: GpuType, max_gpus: int) -> Fit:
@@ -301,6 +339,10 @@ def min_gpus(w: Workload, gpu: GpuType, *, max_gpus: int = MAX_GPUS) -> Fit:
     """
     fit = _smallest_fit(w, gpu, max_gpus)
     problem = precision_problem(w, gpu)
+    if problem and problem == software_problem(w, gpu):  # QLoRA without bitsandbytes: LoRA
+        lora = _smallest_fit(replace(w, method="lora"), gpu, max_gpus)
+        helps = (f"method lora: {lora.n_gpus} × {gpu.id}",) if lora.n_gpus else ()
+        return replace(fit, n_gpus=None, reason=problem, suggestions=helps)
     if problem:
         fp16 = (f"precision fp16: {fit.n_gpus} × {gpu.id}",) if fit.n_gpus else ()
         return replace(fit, n_gpus=None, reason=problem, suggestions=fp16)

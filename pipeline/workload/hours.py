@@ -71,7 +71,8 @@ UTILIZATION: Mapping[str, float] = {
     # 0.6-0.7 before overheads); torchtune's compiled 4090 rows run higher still.
     **dict.fromkeys(("RTX 4090", "RTX 5090", "RTX 3090"), 0.72),
     **dict.fromkeys(("V100", "T4"), 0.30),  # fp16, no FlashAttention-2 (section 4.2: 0.25)
-    **dict.fromkeys(("MI300X", "MI250", "MI250X"), 0.35),  # ROCm; low confidence
+    **dict.fromkeys(("MI250", "MI250X", "MI300X", "MI325X", "MI350X", "MI355X"), 0.35),  # ROCm
+    # (low confidence: no measured fine-tuning run fitted on any of them)
 }
 DEFAULT_UTILIZATION = 0.48
 """Pro and data-centre PCIe cards (L40S, L4, A10, A40, RTX A6000, RTX 6000 Ada, ...): between
