@@ -86,7 +86,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python bench/quotes.py --results $(BENCH_RESULTS)
 	$(BIN)/python bench/history.py
 	$(BIN)/python bench/lake.py
-	$(BIN)/python bench/cli_start.py
+	$(BIN)/python bench/cli_start.py --results $(BENCH_RESULTS)
 	$(BIN)/python bench/report.py $(BENCH_RESULTS)
 
 clean:

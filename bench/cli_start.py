@@ -16,6 +16,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report import record_target  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 4.0
 BASELINE = [sys.executable, "-c", "import typer, rich"]
@@ -39,6 +42,7 @@ def cpu_seconds(command: list[str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--results", type=Path, help="append target results (JSON lines) here")
     args = parser.parse_args()
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {args.runs} runs each")
     baseline = statistics.median(cpu_seconds(BASELINE) for _ in range(args.runs))
@@ -48,6 +52,13 @@ def main() -> None:
     print(f"import typer, rich: {baseline * 1000:.0f} ms CPU")
     print(f"gpuprices --help:   {cli * 1000:.0f} ms CPU")
     print(f"ratio {ratio:.1f}x (target <= {TARGET_RATIO:.0f}x): {verdict}")
+    record_target(
+        args.results,
+        "`gpuprices --help` CPU / `import typer, rich`",
+        f"{ratio:.1f}x ({cli * 1000:.0f} ms vs {baseline * 1000:.0f} ms)",
+        f"<= {TARGET_RATIO:.0f}x",
+        ratio <= TARGET_RATIO,
+    )
 
 
 if __name__ == "__main__":

@@ -161,3 +161,22 @@ def test_the_cli_reference_reads_as_a_page_with_an_options_table_per_command() -
     assert "[`add`](#gpuprices-alerts-add)" in sections["gpuprices alerts"]
     code = re.findall(r"```text\n(.*?)```", page, flags=re.DOTALL)
     assert max(len(line) for block in code for line in block.splitlines()) <= 100
+
+
+def _table_cells(line: str) -> int:
+    """A markdown table row's cell count (a `|` inside backticks or escaped is text)."""
+    return len(re.split(r"(?<!\\)\|", re.sub(r"`[^`]*`", "code", line.strip()))) - 2
+
+
+def test_every_table_row_has_as_many_cells_as_its_header() -> None:
+    broken = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs" / "pages").rglob("*.md"))]:
+        header = None
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.startswith("|"):
+                header = None
+            elif header is None:
+                header = _table_cells(line)
+            elif (cells := _table_cells(line)) != header:
+                broken.append(f"{page.relative_to(ROOT)}:{number}: {cells} cells, header {header}")
+    assert not broken, "\n".join(broken)

@@ -1,43 +1,85 @@
-"""The `gpuprices` command line: thin commands over the same functions the API calls."""
+"""The `gpuprices` command line: thin commands over the same functions the API calls.
+
+Each command lives in its own module, imported only when that command runs (`api.cli.lazy`):
+`gpuprices --help` lists them without loading the pipeline, the warehouse or the web app.
+"""
 
 from __future__ import annotations
 
-from enum import StrEnum
-from pathlib import Path
-from typing import Annotated
-
 import typer
 
-import api.cli.history as cli_history
-from api.cli.alerts import alerts_app
-from api.cli.collect import collect
-from api.cli.common import (
-    ConfigOption,
-    DbOption,
-    SinceOption,
-    err,
-    load_settings,
-    option_time,
-    user_errors,
-)
-from api.cli.index import index_command, market_command
-from api.cli.mcp import mcp
-from api.cli.models import models
-from api.cli.offers import FormatOption, OutputFormat, gpus, offers
-from api.cli.providers import providers
-from api.cli.quality import quality
-from api.cli.quote import quote
-from api.cli.remote import ApiOption, remote_for
-from api.cli.scope import scope_options
-from api.cli.serve import demo, serve
-from api.cli.warehouse import warehouse_app
-from pipeline.errors import PipelineError
-from pipeline.market.history import HISTORY_SCOPE, HistoryQuery
-from pipeline.market.scope import OfferScope
+from api.cli.lazy import LazyCommand, LazyGroup
 
-__all__ = ["app", "main"]
+__all__ = ["COMMANDS", "app", "main"]
+
+COMMANDS = (
+    LazyCommand(
+        "collect",
+        "api.cli.collect:collect",
+        "Collect offers once from each provider and store them.",
+    ),
+    LazyCommand(
+        "offers", "api.cli.offers:offers", "List what is on offer now, cheapest per GPU-hour first."
+    ),
+    LazyCommand("gpus", "api.cli.offers:gpus", "The GPU catalog: ids, VRAM, form factors, TFLOPs."),
+    LazyCommand(
+        "providers", "api.cli.providers:providers", "Every registered provider and its settings."
+    ),
+    LazyCommand(
+        "serve",
+        "api.cli.serve:serve",
+        "Serve the REST API and collect on schedule (OpenAPI at /docs).",
+    ),
+    LazyCommand(
+        "demo", "api.cli.serve:demo", "The whole product on recorded data, no network needed."
+    ),
+    LazyCommand("mcp", "api.cli.mcp:mcp", "Serve the answers as MCP tools on stdin/stdout."),
+    LazyCommand(
+        "quality", "api.cli.quality:quality", "Provider quality: health, resolved share, rejects."
+    ),
+    LazyCommand("models", "api.cli.models:models", "The models a quote knows by name."),
+    LazyCommand(
+        "history",
+        "api.cli.observations:history_command",
+        "How prices moved: min/median/max per GPU-hour per bucket.",
+    ),
+    LazyCommand(
+        "export",
+        "api.cli.observations:export_command",
+        "Raw observations in a range as Hive-partitioned Parquet.",
+    ),
+    LazyCommand(
+        "prune",
+        "api.cli.observations:prune_cmd",
+        "Delete raw observations older than the retention window.",
+    ),
+    LazyCommand(
+        "quote", "api.cli.quote:quote", "What a fine-tuning job needs, and where it is cheapest."
+    ),
+    LazyCommand("index", "api.cli.index:index_command", "The GPU price index (methodology v1)."),
+    LazyCommand(
+        "market",
+        "api.cli.index:market_command",
+        "Rent now or wait: the latest index against the last days.",
+    ),
+    LazyCommand(
+        "alerts",
+        "api.cli.alerts:alerts_app",
+        "Price and availability alerts pushed as signed webhooks.",
+    ),
+    LazyCommand(
+        "warehouse", "api.cli.warehouse:warehouse_app", "Copy a warehouse between backends."
+    ),
+)
+"""Every command, in the order `--help` lists them; `target` is `module:function` (or a Typer)."""
+
+
+class GpupricesGroup(LazyGroup):
+    lazy = {command.name: command for command in COMMANDS}
+
 
 app = typer.Typer(
+    cls=GpupricesGroup,
     help="Track GPU offers and prices across GPU clouds (`gpuprices providers` lists them).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -46,90 +88,9 @@ app = typer.Typer(
 )
 
 
-app.command()(collect)
-app.command()(offers)
-app.command()(gpus)
-app.command()(providers)
-app.command()(serve)
-app.command()(demo)
-app.command()(mcp)
-app.command()(quality)
-app.command()(models)
-
-
-class Interval(StrEnum):
-    H1 = "1h"
-    H6 = "6h"
-    D1 = "1d"
-    W1 = "1w"
-
-
-@app.command("history")
-@user_errors
-@scope_options(HISTORY_SCOPE)
-def history_command(
-    scope: OfferScope,
-    interval: Annotated[Interval, typer.Option(help="Bucket size")] = Interval.H1,
-    since: SinceOption = None,
-    until: Annotated[
-        str | None, typer.Option(help="End: a date, an ISO time or 2h (ago) [default: now]")
-    ] = None,
-    fmt: FormatOption = OutputFormat.TABLE,
-    db: DbOption = None,
-    config: ConfigOption = None,
-    api: ApiOption = None,
-) -> None:
-    """How prices moved: min/median/max per GPU-hour per bucket, with a sparkline per series."""
-    if scope.gpu is None:
-        raise PipelineError("history needs --gpu: an id (A100-80GB), a family (A100) or a spelling")
-    query = HistoryQuery(
-        **scope.model_dump(exclude={"gpu"}),
-        gpu=scope.gpu,
-        interval=interval.value,
-        since=option_time(since, "--since"),
-        until=option_time(until, "--until"),
-    )
-    settings = load_settings(db, config)
-    cli_history.history(settings, query, fmt.value, remote_for(settings, api))
-
-
-@app.command("export")
-@user_errors
-def export_command(
-    out: Annotated[Path, typer.Option("--out", help="Directory for date=/provider= Parquet")],
-    since: Annotated[str, typer.Option(help="Start (inclusive): a date, an ISO time or 7d (ago)")],
-    until: Annotated[
-        str | None, typer.Option(help="End (exclusive): a date, an ISO time or 2h [default: now]")
-    ] = None,
-    db: DbOption = None,
-    config: ConfigOption = None,
-    api: ApiOption = None,
-) -> None:
-    """Raw observations in a range as Hive-partitioned Parquet (date=YYYY-MM-DD/provider=...)."""
-    settings = load_settings(db, config)
-    rows = cli_history.export(settings, since, until, out, remote_for(settings, api))
-    err.print(f"exported {rows} observations to {out}")
-
-
-@app.command("prune")
-@user_errors
-def prune_cmd(db: DbOption = None, config: ConfigOption = None) -> None:
-    """Delete raw observations older than the retention window (summaries are kept)."""
-    settings = load_settings(db, config)
-    running = remote_for(settings, None)
-    if running is not None:
-        raise PipelineError(
-            f"the server at {running.url} holds this database and prunes it daily by itself"
-        )
-    deleted = cli_history.prune_command(settings)
-    err.print(", ".join(f"{table}: {n} deleted" for table, n in deleted.items()))
-
-
-app.command("quote")(quote)
-app.command("index")(index_command)
-app.command("market")(market_command)
-app.add_typer(alerts_app, name="alerts")
-app.add_typer(warehouse_app, name="warehouse")
+@app.callback()
+def _root() -> None:
+    """Every command is a subcommand (typer builds a group only for a callback or commands)."""
 
 
 def main() -> None:
