@@ -10,22 +10,34 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from pipeline.errors import UnknownProviderError
-from scrapers import PROVIDERS, ProviderModule
-from scrapers.base import in_price_index, is_rate_source, listed_only, regions
+from scrapers import Provider, RateSource, Source, sources
+from scrapers.registry import regions
 
-__all__ = ["ProviderFacts", "provider_facts", "provider_module", "utc_now"]
+__all__ = [
+    "LAKE_COLLECTORS",
+    "ProviderFacts",
+    "collector_shares",
+    "provider_facts",
+    "provider_module",
+    "utc_now",
+]
+
+LAKE_COLLECTORS = 2
+"""Collectors of the compose file's `lake` profile: each owns a share, standing by for the other."""
 
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def provider_module(name: str) -> ProviderModule:
-    """The collector called `name`; an unknown name raises, listing the known ones."""
+def provider_module(name: str) -> Source:
+    """The source (provider or rate source) called `name`; an unknown name raises, listing the
+    known ones."""
+    known = sources()
     try:
-        return PROVIDERS[name]
+        return known[name]
     except KeyError:
-        raise UnknownProviderError(name, sorted(PROVIDERS)) from None
+        raise UnknownProviderError(name, sorted(known)) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,21 +60,36 @@ class ProviderFacts:
 
 
 def provider_facts() -> list[ProviderFacts]:
-    """Every registered provider (and rate source), in registry order."""
-    return [_facts(module) for module in PROVIDERS.values()]
+    """Every registered source: the rate sources, then the providers, in registry order."""
+    return [_facts(source) for source in sources().values()]
 
 
-def _facts(module: ProviderModule) -> ProviderFacts:
-    rates = is_rate_source(module)
+def _facts(source: Source) -> ProviderFacts:
+    offers = source if isinstance(source, Provider) else None
     return ProviderFacts(
-        name=module.NAME,
-        kind="rates" if rates else "offers",
-        endpoint=module.URL,
-        key_variable=module.ENV_KEY,
-        key_required=module.KEY_REQUIRED,
-        interval=module.INTERVAL,
-        currency=module.CURRENCY,
-        regions_placed=len(regions(module)),
-        listed_only=listed_only(module),
-        in_price_index=not rates and in_price_index(module),
+        name=source.name,
+        kind="rates" if isinstance(source, RateSource) else "offers",
+        endpoint=source.url,
+        key_variable=source.env_key,
+        key_required=source.key_required,
+        interval=source.interval,
+        currency=source.currency,
+        regions_placed=len(regions(source)),
+        listed_only=offers is not None and offers.listed_only,
+        in_price_index=offers is not None and offers.in_price_index,
     )
+
+
+def collector_shares(collectors: int = LAKE_COLLECTORS) -> list[list[str]]:
+    """The registered sources split between `collectors` collectors (the compose file's lake
+    collectors, generated from it): the first owns the rate sources and every provider quoting
+    another currency than USD (they convert with the rates it stores), the others the rest, each
+    next provider (in registry order) going to the collector owning the fewest."""
+    shares: list[list[str]] = [[] for _ in range(collectors)]
+    rest: list[str] = []
+    for name, source in sources().items():
+        converts = isinstance(source, RateSource) or source.currency != "USD"
+        (shares[0] if converts else rest).append(name)
+    for name in rest:
+        min(shares, key=len).append(name)
+    return shares

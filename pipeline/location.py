@@ -3,7 +3,7 @@
 Data, not code: `data/countries.csv` (one row per country with its continent and whether it is in
 the EU and the EEA = EU + Iceland, Liechtenstein, Norway) and each registered provider's places,
 `scrapers/data/<provider>_regions.csv` (its region names and datacenter ids, each with its source;
-read by `scrapers.base.regions`). A bare ISO country code (`US`) is read as that country; a
+read by `scrapers.registry.regions`). A bare ISO country code (`US`) is read as that country; a
 region text ending in one after a comma (`Bavaria, DE`) too, but only for a provider without a
 places file: one with a file names its regions there, and an unknown one (`Frankfurt, DE` from
 AWS) stays unplaced, never guessed from its text. Anything else stays unknown: a continent
@@ -28,8 +28,8 @@ from importlib import resources
 from typing import Literal, TypeVar
 
 from pipeline.errors import PipelineError
-from scrapers import PROVIDERS, ProviderModule
-from scrapers.base import regions
+from scrapers import PROVIDERS, Provider
+from scrapers.registry import regions
 
 __all__ = [
     "JURISDICTIONS",
@@ -172,6 +172,6 @@ def get_locator() -> Locator:
 
 
 @lru_cache(maxsize=4)
-def _locator(modules: tuple[ProviderModule, ...]) -> Locator:
-    places = [{"provider": module.NAME, **place} for module in modules for place in regions(module)]
+def _locator(providers: tuple[Provider, ...]) -> Locator:
+    places = [{"provider": p.name, **place} for p in providers for place in regions(p)]
     return Locator(list(_countries()), places)

@@ -24,7 +24,7 @@ from pydantic_settings import (
 
 from pipeline.errors import PipelineError
 from pipeline.timeparse import Duration, parse_duration
-from scrapers import PROVIDERS
+from scrapers import sources
 from warehouse import WarehouseError
 from warehouse.quality import OutlierBounds
 from warehouse.target import EXPIRE_SNAPSHOTS_AFTER, Target, parse_target
@@ -106,7 +106,7 @@ class Settings(BaseSettings):
     host: str = Field(default="127.0.0.1", description="Address `serve` listens on")
     port: int = Field(default=8000, ge=1, le=65535, description="Port `serve` listens on")
     providers: Annotated[list[str], NoDecode] = Field(
-        default_factory=lambda: list(PROVIDERS), description="Providers collected (default: all)"
+        default_factory=lambda: list(sources()), description="Providers collected (default: all)"
     )
     intervals: dict[str, Duration] = Field(
         default_factory=dict, description="Collection interval per provider (overrides defaults)"
@@ -217,9 +217,9 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _known_providers(self) -> Self:
-        known = sorted(PROVIDERS)
+        known = sorted(sources())
         for name in [*self.providers, *self.standby_for, *self.intervals, *self.stale_after]:
-            if name not in PROVIDERS:
+            if name not in known:
                 raise ValueError(f"unknown provider '{name}' (known: {', '.join(known)})")
         for name, interval in self.intervals.items():
             if interval <= timedelta(0):
@@ -258,8 +258,8 @@ class Settings(BaseSettings):
 
     def interval(self, provider: str) -> timedelta:
         """The provider's interval: set in `intervals`, else its module's `INTERVAL`."""
-        module = PROVIDERS.get(provider)
-        default = module.INTERVAL if module is not None else FALLBACK_INTERVAL
+        source = sources().get(provider)
+        default = source.interval if source is not None else FALLBACK_INTERVAL
         return self.intervals.get(provider) or default
 
     def stale_threshold(self, provider: str) -> timedelta:

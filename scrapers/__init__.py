@@ -1,24 +1,18 @@
 """Provider scrapers: one module per provider, each with an I/O-only `fetch` and a pure `parse`.
 
 A provider is its module (and its `data/<NAME>_regions.csv`); registering it is one line of
-`MODULES` below. Settings, places, the schedule, `gpuprices providers` and the
-README's provider table all read the modules."""
+`MODULES` below, which reads each module once into a typed `Provider` (or, for the ECB, a
+`RateSource`; scrapers/registry.py checks the contract at import). Settings, places, the
+schedule, `gpuprices providers`, the README's provider table and the compose file's collectors
+all read `PROVIDERS` and `RATE_SOURCES`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from importlib import import_module
 from types import ModuleType
-from typing import cast
 
-from scrapers.base import (
-    USER_AGENT,
-    Credentials,
-    ProviderModule,
-    RetryTransport,
-    build_client,
-    credentials_from_env,
-)
+from scrapers.base import USER_AGENT, Credentials, RetryTransport, build_client
 from scrapers.batch import OfferBatch
 from scrapers.errors import (
     MissingCredentialsError,
@@ -27,11 +21,21 @@ from scrapers.errors import (
     ProviderPayloadError,
 )
 from scrapers.models import FormFactor, Offer, ParseResult, Pricing, Reject
+from scrapers.registry import (
+    ContractError,
+    Provider,
+    RateSource,
+    Source,
+    credentials_from_env,
+    source_of,
+)
 
 __all__ = [
     "MODULES",
     "PROVIDERS",
+    "RATE_SOURCES",
     "USER_AGENT",
+    "ContractError",
     "Credentials",
     "FormFactor",
     "MissingCredentialsError",
@@ -39,14 +43,17 @@ __all__ = [
     "OfferBatch",
     "ParseResult",
     "Pricing",
+    "RateSource",
     "ProviderError",
     "ProviderHTTPError",
-    "ProviderModule",
+    "Provider",
     "ProviderPayloadError",
     "Reject",
     "RetryTransport",
+    "Source",
     "build_client",
     "credentials_from_env",
+    "sources",
 ]
 
 MODULES: tuple[ModuleType, ...] = tuple(
@@ -81,8 +88,14 @@ MODULES: tuple[ModuleType, ...] = tuple(
 """The registry: one line per provider module (by file name), in collection order; the rate
 source first, since EUR prices convert with its rates."""
 
-PROVIDERS: Mapping[str, ProviderModule] = {
-    module.NAME: cast(ProviderModule, module) for module in MODULES
-}
-"""Every collected source: the providers of offers and the rate source `ecb`
-(`scrapers.base.is_rate_source`), which stores exchange rates and yields no offers."""
+_READ = [source_of(module) for module in MODULES]
+PROVIDERS: dict[str, Provider] = {s.name: s for s in _READ if isinstance(s, Provider)}
+"""The providers of offers, by name, in registry order."""
+RATE_SOURCES: dict[str, RateSource] = {s.name: s for s in _READ if isinstance(s, RateSource)}
+"""The rate sources (the ECB): collected like a provider, they store exchange rates, no offers."""
+
+
+def sources() -> dict[str, Source]:
+    """Every collected source by name, in collection order: the rate sources first (EUR prices
+    convert with their rates), then the providers."""
+    return {**RATE_SOURCES, **PROVIDERS}

@@ -1,9 +1,10 @@
 """What every provider module provides, and the HTTP plumbing they share.
 
-A provider module carries everything about its source (`ProviderModule` lists the constants):
-its `NAME`, endpoint, key variable, default collection interval, currency, a `fetch` that does
-only I/O and a pure `parse`; its regions' places live beside it in
-`data/<NAME>_regions.csv` (`regions`). Registering it is one line of `scrapers/__init__.py`.
+A provider module carries everything about its source (`scrapers.registry.CONTRACT` lists the
+constants): its `NAME`, endpoint, key variable, default collection interval, currency, a `fetch`
+that does only I/O and a pure `parse`; its regions' places live beside it in
+`data/<NAME>_regions.csv` (`scrapers.registry.regions`). Registering it is one line of
+`scrapers/__init__.py`, which reads the module into a typed `scrapers.registry.Provider`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from importlib import resources
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 from tenacity import (
@@ -31,31 +32,21 @@ from tenacity import (
 from scrapers.errors import (
     AnswerTooLargeError,
     FetchCancelledError,
-    MissingCredentialsError,
     ProviderHTTPError,
 )
-from scrapers.models import ParseResult
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "MAX_ANSWER_BYTES",
-    "REGION_COLUMNS",
     "REPLAY_HEADER",
     "USER_AGENT",
     "Credentials",
-    "ProviderModule",
     "RetryTransport",
     "build_client",
-    "credentials_from_env",
     "data_rows",
     "fetch_bytes",
-    "in_price_index",
     "interruptible_sleep",
-    "is_rate_source",
-    "listed_only",
-    "regions",
     "is_replay",
-    "replay_handler",
     "parse_retry_after",
 ]
 
@@ -95,80 +86,6 @@ class Credentials:
         return "Credentials(***)"
 
 
-REGION_COLUMNS = ("region", "country", "continent", "source")
-"""The header of a provider's `data/<NAME>_regions.csv`: its region text (empty: every region,
-offers without one included; ending in `*`: every region starting with what precedes it), the
-ISO 3166-1 alpha-2 country (`FI|IS`: one of these, not known which) or empty, the continent when
-no country is known, and where the mapping comes from."""
-
-
-class ProviderModule(Protocol):
-    """What a provider module declares at module level.
-
-    Required: `NAME`, `URL` (the endpoint a live run fetches), `ENV_KEY` (the variable of its
-    key, or None) and `KEY_REQUIRED`, `INTERVAL` (its default collection interval, with the
-    reason beside it), `CURRENCY` (what the source quotes prices in, e.g. "USD" or "EUR").
-    Optional, read with their defaults by `listed_only` and `in_price_index`: `LISTED_ONLY =
-    False` (True: prices come from a published price list, listed, not stock) and
-    `IN_PRICE_INDEX = True` (False: kept out of the price index, methodology v1); `KIND = "rates"`
-    for a rate source (`is_rate_source`); `HOSTS`, the hosts its fetch may reach (default: its
-    `URL`'s host without `www.`, subdomains included; scrapers/urls.py refuses every other URL,
-    redirect or next-page link).
-    """
-
-    NAME: str
-    URL: str
-    ENV_KEY: str | None
-    KEY_REQUIRED: bool
-    INTERVAL: timedelta
-    CURRENCY: str
-
-    def fetch(self, client: httpx.Client, creds: Credentials | None) -> bytes: ...
-
-    def parse(self, payload: bytes, observed_at: datetime) -> ParseResult: ...
-
-
-def is_rate_source(module: object) -> bool:
-    """A rate source (`KIND = "rates"`, e.g. the ECB) stores exchange rates via `parse_rates`
-    instead of offers via `parse`; a module without `KIND` is a provider of offers."""
-    return getattr(module, "KIND", "offers") == "rates"
-
-
-def listed_only(module: object) -> bool:
-    """True when the module's prices come from a published price list (`LISTED_ONLY`): its
-    offers say what is listed, not what is in stock. Default False."""
-    return bool(getattr(module, "LISTED_ONLY", False))
-
-
-def in_price_index(module: object) -> bool:
-    """False when the module is kept out of the price index, methodology v1 (`IN_PRICE_INDEX`).
-    Default True."""
-    return bool(getattr(module, "IN_PRICE_INDEX", True))
-
-
-def regions(module: ProviderModule) -> list[dict[str, str]]:
-    """The places of the module's regions: the rows of `data/<NAME>_regions.csv` in the module's
-    package (columns `REGION_COLUMNS`); none when it has no such file. A file with other columns
-    raises `ValueError` naming it."""
-    package = getattr(module, "__package__", None) or getattr(module, "__name__", "")
-    path = resources.files(package).joinpath("data").joinpath(f"{module.NAME}_regions.csv")
-    if not path.is_file():
-        return []
-    reader = csv.DictReader(path.read_text(encoding="utf-8").splitlines())
-    if tuple(reader.fieldnames or ()) != REGION_COLUMNS:
-        raise ValueError(f"{path}: the header must be {','.join(REGION_COLUMNS)}")
-    return list(reader)
-
-
-def replay_handler(module: object) -> Callable[[Any], Callable[[httpx.Request], httpx.Response]]:
-    """How `module` replays a directory of recorded answers (its `replay_directory(path)` gives a
-    handler for `httpx.MockTransport`); raises `ValueError` for a module that replays one file."""
-    handler = getattr(module, "replay_directory", None)
-    if handler is None:
-        raise ValueError(f"{getattr(module, 'NAME', module)} replays one file, not a directory")
-    return handler  # type: ignore[no-any-return]
-
-
 def is_replay(client: httpx.Client) -> bool:
     """Whether `client` replays one recorded answer (`REPLAY_HEADER`), never the network."""
     return REPLAY_HEADER in client.headers
@@ -178,20 +95,6 @@ def data_rows(name: str) -> list[dict[str, str]]:
     """The rows of `scrapers/data/<name>.csv` (a provider's table, each row with its source)."""
     text = resources.files("scrapers").joinpath("data", f"{name}.csv").read_text("utf-8")
     return list(csv.DictReader(text.splitlines()))
-
-
-def credentials_from_env(provider: ProviderModule, env: Mapping[str, str]) -> Credentials | None:
-    """The provider's key from `env`; raises when a required key is missing."""
-    if provider.ENV_KEY is None:
-        return None
-    key = env.get(provider.ENV_KEY, "").strip()
-    if key:
-        return Credentials(key)
-    if provider.KEY_REQUIRED:
-        raise MissingCredentialsError(
-            f"{provider.ENV_KEY} is not set: export it to collect {provider.NAME}"
-        )
-    return None
 
 
 def parse_retry_after(value: str | None, now: datetime) -> timedelta | None:

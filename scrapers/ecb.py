@@ -1,4 +1,5 @@
-"""The ECB's euro foreign exchange reference rates: a rate source, not a provider of offers.
+"""The ECB's euro foreign exchange reference rates: a rate source (it defines `parse_rates`, so
+the registry reads it as a `RateSource`), not a provider of offers.
 
 Quirks (see shared/provider-samples/EU.md, "EUR → USD"):
 - `gesmes:Envelope` → `Cube` → `Cube[@time=YYYY-MM-DD]` → `Cube[@currency][@rate]`, the cubes in
@@ -18,7 +19,6 @@ import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Literal
 
 import httpx
 
@@ -26,11 +26,9 @@ from scrapers.base import Credentials, fetch_bytes
 from scrapers.batch import decimal
 from scrapers.errors import ProviderPayloadError
 
-__all__ = ["BASE", "KIND", "NAME", "Rate", "fetch", "parse_rates"]
+__all__ = ["BASE", "NAME", "Rate", "fetch", "parse_rates"]
 
 NAME = "ecb"
-KIND: Literal["rates"] = "rates"
-"""A rate source: collected and scheduled like a provider, stores rates, yields no offers."""
 ENV_KEY: str | None = None
 KEY_REQUIRED = False
 URL = "https://www.ecb.europa.eu/stats/eurofxref/eurofxref-daily.xml"

@@ -3,7 +3,7 @@
 One set of rules (the SSRF that OWASP's SSRF prevention cheat sheet describes), used by two
 callers:
 - a collector (`check_fetch_url`, installed on every run's client by `confine`) fetches only
-  `https` URLs on its provider's own hosts (`hosts_of`), through pagination and redirects alike:
+  `https` URLs on its provider's own hosts (`Provider.hosts`), through pagination and redirects alike:
   no user name or password, no port but 443, no IP address (a provider is reached by name), a
   valid DNS name. The names are the provider's fixed ones, so they are not resolved here.
 - a webhook (pipeline/alerts/targets.py) resolves its host and judges every address with
@@ -34,8 +34,8 @@ __all__ = [
     "address_refusal",
     "check_fetch_url",
     "confine",
+    "default_hosts",
     "host_name_problem",
-    "hosts_of",
 ]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -123,13 +123,10 @@ def host_name_problem(host: str) -> str | None:
     return None
 
 
-def hosts_of(module: object) -> frozenset[str]:
-    """The hosts a provider module may fetch from: its `HOSTS` when it declares them, else the
-    host of its `URL` without a leading `www.`; each covers its subdomains too."""
-    declared = getattr(module, "HOSTS", None)
-    if declared is not None:
-        return frozenset(str(host).lower() for host in declared)
-    host = (urlsplit(str(getattr(module, "URL", ""))).hostname or "").lower()
+def default_hosts(url: str) -> frozenset[str]:
+    """The hosts a provider that declares no `HOSTS` may fetch from: the host of its `URL`
+    without a leading `www.`, its subdomains included."""
+    host = (urlsplit(url).hostname or "").lower()
     return frozenset({host.removeprefix(WWW)} if host else ())
 
 

@@ -20,6 +20,7 @@ import scrapers
 from api.cli.commands import app
 from pipeline.location import get_locator
 from pipeline.settings import Settings
+from scrapers.registry import source_of
 
 runner = CliRunner()
 
@@ -91,7 +92,7 @@ def acmegpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleT
     (package / "data" / "acmegpu_regions.csv").write_text(REGIONS)
     monkeypatch.syspath_prepend(str(tmp_path))
     module = importlib.import_module("acmeproviders.acmegpu")
-    monkeypatch.setitem(scrapers.PROVIDERS, module.NAME, module)  # type: ignore[index]
+    monkeypatch.setitem(scrapers.PROVIDERS, module.NAME, source_of(module))
     yield module
     for name in ("acmeproviders.acmegpu", "acmeproviders"):
         sys.modules.pop(name, None)

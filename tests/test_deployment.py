@@ -63,16 +63,28 @@ def test_the_lake_profile_has_postgres_two_collectors_and_two_api_replicas():
     assert "profiles" not in SERVICE  # the single-file service stays the default
 
 
+def test_the_lake_collectors_are_those_gpuprices_providers_generates():
+    from api.cli.providers import COMPOSE_BEGIN, COMPOSE_END, lake_collectors_yaml
+    from pipeline.base import collector_shares
+
+    text = (ROOT / "docker-compose.yml").read_text(encoding="utf-8")
+    start, end = text.index(COMPOSE_BEGIN), text.index(COMPOSE_END) + len(COMPOSE_END) + 1
+    assert text[start:end] == lake_collectors_yaml(collector_shares()), (
+        "docker-compose.yml's lake collectors are stale: replace the lines from "
+        f"{COMPOSE_BEGIN.strip()!r} to {COMPOSE_END.strip()!r} with the output of "
+        "`gpuprices providers --format compose`"
+    )
+
+
 def test_the_collectors_split_the_providers_and_stand_by_for_each_other():
-    from scrapers import PROVIDERS
+    from scrapers import sources
 
     collectors = [s for s in LAKE.values() if "collector" in s.get("command", [])]
     owned = [set(_option(s["command"], "--providers").split(",")) for s in collectors]
     standby = [set(s["environment"]["GPUPRICES_STANDBY_FOR"].split(",")) for s in collectors]
     assert owned[0].isdisjoint(owned[1])
-    unlisted = sorted(set(PROVIDERS) - owned[0] - owned[1])
-    assert unlisted == [], f"add {unlisted} to a lake collector's --providers in docker-compose.yml"
-    assert owned[0] | owned[1] == set(PROVIDERS), "a lake collector names an unknown provider"
+    assert owned[0] | owned[1] == set(sources())
+    assert abs(len(owned[0]) - len(owned[1])) <= 1
     assert standby == [owned[1], owned[0]]
 
 
@@ -85,8 +97,8 @@ def test_the_lake_collector_of_the_ecb_rates_collects_every_provider_quoting_ano
         for s in collectors
         if "ecb" in _option(s["command"], "--providers").split(",")
     ]
-    priced_in_other = {name for name, module in PROVIDERS.items() if module.CURRENCY != "USD"}
-    assert priced_in_other - {"ecb"} <= with_rates
+    priced_in_other = {name for name, p in PROVIDERS.items() if p.currency != "USD"}
+    assert priced_in_other and priced_in_other <= with_rates
 
 
 def test_every_lake_service_opens_the_same_lake_on_the_shared_volume():

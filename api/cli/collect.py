@@ -17,14 +17,14 @@ from api.cli.webhooks import print_webhook_results, send_fired
 from api.rest.schemas_collections import CollectionOut, collection_out
 from pipeline.collection.runs import collect as collect_and_alert
 from pipeline.timeparse import TimeParseError, check_not_future
-from scrapers import PROVIDERS
+from scrapers import sources
 from warehouse import Warehouse
 
 __all__ = ["collect", "parse_replays"]
 
 
 def _unknown(name: str, hint: str) -> typer.BadParameter:
-    known = ", ".join(sorted(PROVIDERS))
+    known = ", ".join(sorted(sources()))
     return typer.BadParameter(f"unknown provider '{name}' (known: {known})", param_hint=hint)
 
 
@@ -82,7 +82,7 @@ def collect(
     replays = parse_replays(replay or [])
     observed_at = _parse_at(at)
     for name in provider or []:
-        if name not in PROVIDERS:
+        if name not in sources():
             raise _unknown(name, "--provider")
     settings = load_settings(db, config)
     remote = remote_for(settings, api)

@@ -9,8 +9,8 @@ from pathlib import Path
 import typer
 
 from pipeline.collection.demo import demo_bodies
-from scrapers import PROVIDERS
-from scrapers.base import replay_handler
+from scrapers import sources
+from scrapers.registry import replay_handler
 
 __all__ = ["parse_replays"]
 
@@ -35,14 +35,15 @@ def parse_replays(values: list[str]) -> dict[str, Path]:
                 f"'{value}' is not NAME=FILE or a folder", param_hint="--replay"
             )
         path = Path(file)
-        if name not in PROVIDERS:
-            known = ", ".join(sorted(PROVIDERS))
+        source = sources().get(name)
+        if source is None:
+            known = ", ".join(sorted(sources()))
             raise typer.BadParameter(
                 f"unknown provider '{name}' (known: {known})", param_hint="--replay"
             )
         if path.is_dir():
             try:  # a provider of many answers (Scaleway) replays a directory of them
-                replay_handler(PROVIDERS[name])
+                replay_handler(source)
             except ValueError as exc:
                 raise typer.BadParameter(str(exc), param_hint="--replay") from None
         elif not path.is_file():

@@ -5,7 +5,7 @@ recorded as a failed run with its error and no offers; the others carry on. So i
 yields no offer at all (an empty list, or every record rejected): it would otherwise replace the
 provider's last good snapshot with nothing. Its rejects are kept in the quarantine.
 
-A rate source (the ECB, `scrapers.base.is_rate_source`) takes its own small path: its rates are
+A rate source (the ECB, a `scrapers.RateSource`) takes its own small path: its rates are
 stored (`fx_rates`) and its run is ok with no offers; rate sources are collected first, so that
 the providers of the same collection convert their prices with today's rate
 (pipeline/collection/currency.py, between parse and normalize).
@@ -37,12 +37,15 @@ from scrapers import (
     Credentials,
     MissingCredentialsError,
     ProviderError,
-    ProviderModule,
+    RateSource,
+    Source,
     build_client,
+    credentials_from_env,
 )
-from scrapers.base import REPLAY_HEADER, credentials_from_env, is_rate_source, replay_handler
+from scrapers.base import REPLAY_HEADER
 from scrapers.models import ParseResult, Reject
-from scrapers.urls import confine, hosts_of
+from scrapers.registry import replay_handler
+from scrapers.urls import confine
 from warehouse import RunRow, Warehouse, WarehouseError
 from warehouse.quality import insert_quality
 from warehouse.queries import insert_run
@@ -85,7 +88,7 @@ class RunReport:
     rejects: list[Reject] = field(default_factory=list)
 
 
-def _replay_client(provider: ProviderModule, replay: Path) -> httpx.Client:
+def _replay_client(provider: Source, replay: Path) -> httpx.Client:
     """A client answering from `replay`: one recorded body, or a directory of recorded answers
     the provider module knows how to serve (`replay_directory`)."""
     if replay.is_dir():
@@ -101,15 +104,15 @@ def _replay_client(provider: ProviderModule, replay: Path) -> httpx.Client:
 
 
 def _credentials(
-    provider: ProviderModule, env: Mapping[str, str], replaying: bool
+    provider: Source, env: Mapping[str, str], replaying: bool
 ) -> Credentials | None:
-    if replaying and provider.KEY_REQUIRED and not env.get(provider.ENV_KEY or ""):
+    if replaying and provider.key_required and not env.get(provider.env_key or ""):
         return Credentials(REPLAY_PLACEHOLDER_KEY)
     return credentials_from_env(provider, env)
 
 
 def _collect_one(
-    provider: ProviderModule,
+    provider: Source,
     warehouse: Warehouse,
     *,
     now: Callable[[], datetime],
@@ -126,18 +129,18 @@ def _collect_one(
     started = time.perf_counter()
     started_at = now()
     observed = observed_at or started_at
-    run_id = f"{provider.NAME}-{started_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
-    source = f"replay:{replay}" if replay is not None else provider.URL
+    run_id = f"{provider.name}-{started_at:%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:8]}"
+    source = f"replay:{replay}" if replay is not None else provider.url
 
     def stored(
         status: Literal["ok", "failed"], error: str | None, result=None, rates=None
     ) -> RunReport:
         offer_count = result.offer_count if result else 0
         rejects = result.rejects if result else []
-        progress(provider.NAME, "storing")
+        progress(provider.name, "storing")
         row = RunRow(
             run_id=run_id,
-            provider=provider.NAME,
+            provider=provider.name,
             started_at=started_at,
             finished_at=now(),
             observed_at=observed,
@@ -153,7 +156,7 @@ def _collect_one(
                 quality = assess(
                     warehouse,
                     run_id=run_id,
-                    provider=provider.NAME,
+                    provider=provider.name,
                     observed_at=observed,
                     state="not_configured" if not_configured else status,
                     result=result,
@@ -161,16 +164,16 @@ def _collect_one(
                     bounds=bounds,
                 )
             except WarehouseError as exc:  # storing says why, below, or stores it without
-                logger.warning("run provider=%s: quality not assessed: %s", provider.NAME, exc)
+                logger.warning("run provider=%s: quality not assessed: %s", provider.name, exc)
         try:
             store_run(warehouse, row, result, rates, quality, bounds)
         except WarehouseError as exc:  # catalog unreachable, data path full or read-only
             if status == "ok":  # a failed run is one small row: the catalog may still take it
                 return stored("failed", f"storing the snapshot failed: {exc}")
-            logger.error("run provider=%s not recorded: %s", provider.NAME, exc)
-        progress(provider.NAME, status)
+            logger.error("run provider=%s not recorded: %s", provider.name, exc)
+        progress(provider.name, status)
         return RunReport(
-            provider=provider.NAME,
+            provider=provider.name,
             run_id=run_id,
             status=status,
             offer_count=offer_count,
@@ -186,33 +189,32 @@ def _collect_one(
     not_configured = False
     failure: str | None = None
     try:
-        progress(provider.NAME, "fetching")
+        progress(provider.name, "fetching")
         creds = _credentials(provider, env, replaying=replay is not None)
         client = _replay_client(provider, replay) if replay is not None else client_factory()
-        with confine(client, hosts_of(provider), provider.NAME):
+        with confine(client, provider.hosts, provider.name):
             payload = provider.fetch(client, creds)
-        progress(provider.NAME, "parsing")
-        shape = None if is_rate_source(provider) else answer_shape(payload)
-        if is_rate_source(provider):
-            parse_rates = provider.parse_rates  # type: ignore[attr-defined]
-            found = [(r.rate_date, r.currency, r.rate) for r in parse_rates(payload)]
-            rates = rates_table(provider.NAME, RATE_BASE, found, run_id, observed)
+        progress(provider.name, "parsing")
+        if isinstance(provider, RateSource):
+            found = [(r.rate_date, r.currency, r.rate) for r in provider.parse_rates(payload)]
+            rates = rates_table(provider.name, RATE_BASE, found, run_id, observed)
         else:
+            shape = answer_shape(payload)
             parsed = provider.parse(payload, observed)
             if adjust is not None:
-                parsed = adjust(provider.NAME, parsed)
+                parsed = adjust(provider.name, parsed)
             parsed = to_usd(parsed, warehouse_rates(warehouse))
             result = normalize(parsed, catalog)
     except (ProviderError, PipelineError) as exc:  # a cancelled fetch is abandoned below
         failure = failure_words(exc)
         not_configured = isinstance(exc, MissingCredentialsError)
     except Exception as exc:  # the per-provider edge: a parser bug must not stop the others
-        logger.exception("%s failed unexpectedly", provider.NAME)
+        logger.exception("%s failed unexpectedly", provider.name)
         failure = failure_words(exc)
     if should_stop():
         logger.info(
             "run provider=%s status=abandoned (stopping, or lease lost, before its write)",
-            provider.NAME,
+            provider.name,
         )
         return None
     if failure is None and rates is not None:  # a rate source: rates, never offers
@@ -220,7 +222,7 @@ def _collect_one(
     if failure is not None or result is None:
         return _logged(stored("failed", failure or "no result"))
     if result.offer_count == 0:  # never replace the last good snapshot with nothing
-        return _logged(stored("failed", _no_offers(provider.NAME, result), result))
+        return _logged(stored("failed", _no_offers(provider.name, result), result))
     return _logged(stored("ok", None, result))
 
 
@@ -293,7 +295,7 @@ def run_collection(
     it has no report.
     """
     modules = sorted(  # rate sources first: the providers convert with the rates just stored
-        (provider_module(name) for name in names), key=lambda m: not is_rate_source(m)
+        (provider_module(name) for name in names), key=lambda s: not isinstance(s, RateSource)
     )
     replays = replays or {}
     for name in replays:
@@ -304,7 +306,7 @@ def run_collection(
             warehouse,
             now=now,
             observed_at=observed_at,
-            replay=replays.get(module.NAME),
+            replay=replays.get(module.name),
             env=os.environ if env is None else env,
             client_factory=client_factory,
             catalog=catalog or get_catalog(),

@@ -29,7 +29,7 @@ from pipeline.base import utc_now
 from pipeline.collection.collect import RunReport
 from pipeline.collection.runs import collect
 from pipeline.settings import Settings
-from scrapers import PROVIDERS, ParseResult, Pricing
+from scrapers import ParseResult, Pricing, sources
 from warehouse import Warehouse
 
 __all__ = [
@@ -99,7 +99,7 @@ def demo_prices(provider: str, result: ParseResult, hours_ago: int) -> ParseResu
 def demo_bodies(folder: Path = DEMO_DIR) -> dict[str, Path]:
     """The recorded answer of each provider in `folder`."""
     found = {path.name.split(".", 1)[0]: path for path in sorted(folder.iterdir())}
-    return {name: path for name, path in found.items() if name in PROVIDERS}
+    return {name: path for name, path in found.items() if name in sources()}
 
 
 def demo_settings(settings: Settings) -> Settings:

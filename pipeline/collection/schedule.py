@@ -39,8 +39,8 @@ from pipeline.collection.leases import RENEWALS_PER_TTL, LeaseKeeper
 from pipeline.collection.runs import Collected, collect
 from pipeline.market.history import prune
 from pipeline.settings import Settings, SettingsError
-from scrapers import PROVIDERS, RetryTransport, build_client
-from scrapers.base import interruptible_sleep, is_rate_source
+from scrapers import RATE_SOURCES, RetryTransport, build_client
+from scrapers.base import interruptible_sleep
 from warehouse import Warehouse
 
 __all__ = ["Collector", "collect_provider", "deliver_webhooks", "retry_delay"]
@@ -189,7 +189,7 @@ class Collector:
         standby = settings.standby_for if self.leases is not None else []
         self.providers = sorted(  # rate sources first: their first run precedes the others'
             dict.fromkeys([*settings.providers, *standby]),
-            key=lambda name: not is_rate_source(PROVIDERS.get(name)),
+            key=lambda name: name not in RATE_SOURCES,
         )
         # One worker per provider: a hanging provider never delays the others.
         workers = max(1, len(self.providers))

@@ -13,8 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.settings import Settings
-from scrapers import PROVIDERS
-from scrapers.base import is_rate_source
+from scrapers import RATE_SOURCES
 from warehouse import Warehouse
 from warehouse import queries as q
 from warehouse.rates import latest_rate_dates
@@ -115,7 +114,7 @@ def provider_freshness(
                 last_error=row.get("last_error"),
                 next_run_at=next_runs(name),
                 interval_seconds=settings.interval(name).total_seconds(),
-                kind="rates" if is_rate_source(PROVIDERS.get(name)) else "offers",
+                kind="rates" if name in RATE_SOURCES else "offers",
                 last_rate_date=rate_dates.get(name),
             )
         )

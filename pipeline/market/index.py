@@ -23,7 +23,6 @@ from pipeline.market.history import ExportFormat, export_sql
 from pipeline.market.scope import Name, OfferScope, resolve
 from pipeline.timeparse import UtcDateTime
 from scrapers import PROVIDERS
-from scrapers.base import in_price_index
 from scrapers.models import Pricing
 from warehouse import Warehouse
 from warehouse import index as wi
@@ -44,9 +43,7 @@ __all__ = [
 ]
 
 METHODOLOGY = "v1"
-OUTSIDE_INDEX = frozenset(
-    name for name, module in PROVIDERS.items() if not in_price_index(module)
-)
+OUTSIDE_INDEX = frozenset(name for name, p in PROVIDERS.items() if not p.in_price_index)
 """Providers methodology v1 leaves out (`IN_PRICE_INDEX = False`: the hyperscalers' list prices
 would move its medians); their offers are listed and compared, never in the index."""
 NOT_IN_METHODOLOGY = "not in methodology v1"

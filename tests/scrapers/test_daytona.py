@@ -6,7 +6,7 @@ import orjson
 import pytest
 
 from scrapers import Pricing, ProviderPayloadError, daytona
-from scrapers.base import listed_only
+from scrapers import PROVIDERS
 from tests.conftest import OBSERVED_AT, fixture_bytes
 
 BODY = fixture_bytes("daytona_gpu_pricing.json")
@@ -25,7 +25,7 @@ def test_each_gpu_type_is_a_node_of_1_2_4_and_8_gpus_on_demand_and_spot_listed_o
     result = daytona.parse(BODY, OBSERVED_AT)
     assert result.rejects == [] and result.offer_count == 8 * 4 * 2
     assert {o.gpu_count for o in result.offers} == {1, 2, 4, 8}
-    assert listed_only(daytona) and {(o.region, o.available) for o in result.offers} == {
+    assert PROVIDERS["daytona"].listed_only and {(o.region, o.available) for o in result.offers} == {
         (None, True)
     }  # fmt: skip
 

@@ -15,7 +15,7 @@ from pipeline.collection.collect import run_collection
 from scrapers import ProviderHTTPError, azure, hetzner
 from scrapers.base import MAX_ANSWER_BYTES, build_client, fetch_bytes
 from scrapers.errors import AnswerTooLargeError, ProviderURLError
-from scrapers.urls import check_fetch_url, hosts_of
+from scrapers.urls import check_fetch_url
 from tests.conftest import fixture_bytes
 
 PAGE1 = orjson.loads(fixture_bytes("azure_answers/page-1.json"))
@@ -64,7 +64,7 @@ def test_a_next_page_link_on_the_providers_own_host_is_followed(respx_mock, clie
     )
     from scrapers.urls import confine
 
-    with confine(client_factory(), hosts_of(azure), azure.NAME) as client:
+    with confine(client_factory(), scrapers.PROVIDERS["azure"].hosts, azure.NAME) as client:
         azure.fetch(client, None)
     assert second.called
 
@@ -88,8 +88,8 @@ def test_a_redirect_off_the_providers_hosts_is_refused_and_never_sent(
 
 
 def test_every_providers_hosts_cover_its_endpoints():
-    for name, module in scrapers.PROVIDERS.items():
-        hosts = hosts_of(module)
+    for name, source in scrapers.sources().items():
+        hosts, module = source.hosts, source.module
         assert hosts, name
         for url in (getattr(module, k) for k in ("URL", "SPOT_URL", "REST_URL") if
                     hasattr(module, k)):  # fmt: skip
@@ -97,10 +97,11 @@ def test_every_providers_hosts_cover_its_endpoints():
 
 
 def test_a_subdomain_counts_as_the_providers_host_but_a_lookalike_does_not():
-    check_fetch_url("https://www.hetzner.com/x", hosts_of(hetzner), "hetzner")
-    check_fetch_url("https://hetzner.com/x", hosts_of(hetzner), "hetzner")
+    hosts = scrapers.PROVIDERS["hetzner"].hosts
+    check_fetch_url("https://www.hetzner.com/x", hosts, "hetzner")
+    check_fetch_url("https://hetzner.com/x", hosts, "hetzner")
     with pytest.raises(ProviderURLError, match="not a host of hetzner"):
-        check_fetch_url("https://nothetzner.com/x", hosts_of(hetzner), "hetzner")
+        check_fetch_url("https://nothetzner.com/x", hosts, "hetzner")
 
 
 def test_webhook_targets_and_collectors_refuse_the_metadata_address_by_the_same_rule():

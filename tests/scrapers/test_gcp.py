@@ -10,7 +10,8 @@ import respx
 from pipeline.catalog import get_catalog
 from pipeline.location import get_locator
 from scrapers import gcp
-from scrapers.base import USER_AGENT, Credentials, credentials_from_env
+from scrapers import PROVIDERS, credentials_from_env
+from scrapers.base import USER_AGENT, Credentials
 from scrapers.errors import MissingCredentialsError, ProviderHTTPError, ProviderPayloadError
 from scrapers.models import FormFactor, Pricing
 from tests.conftest import FIXTURES, OBSERVED_AT
@@ -129,7 +130,7 @@ def test_a_body_that_is_no_sku_page_is_a_payload_error(body):
 
 def test_without_the_key_a_live_run_says_gcp_api_key_is_not_set():
     with pytest.raises(MissingCredentialsError, match="GCP_API_KEY is not set"):
-        credentials_from_env(gcp, {})
+        credentials_from_env(PROVIDERS["gcp"], {})
     with pytest.raises(MissingCredentialsError, match="GCP_API_KEY is not set"):
         gcp.fetch(httpx.Client(), None)
 

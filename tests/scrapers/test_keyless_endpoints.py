@@ -23,7 +23,8 @@ from scrapers import (
     voltagepark,
     vultr,
 )
-from scrapers.base import USER_AGENT, credentials_from_env, in_price_index, listed_only
+from scrapers import PROVIDERS, credentials_from_env
+from scrapers.base import USER_AGENT
 from tests.conftest import FIXTURES, OBSERVED_AT, fixture_bytes
 
 runner = CliRunner()
@@ -61,8 +62,9 @@ def route(respx_mock: respx.MockRouter, module):
 @MODULES
 def test_each_provider_is_keyless_and_needs_no_setting_stock_unless_a_rate_card(module):
     assert module.ENV_KEY is None and module.KEY_REQUIRED is False
-    assert credentials_from_env(module, {}) is None
-    assert listed_only(module) is (module in LISTED) is not in_price_index(module)
+    provider = PROVIDERS[module.NAME]
+    assert credentials_from_env(provider, {}) is None
+    assert provider.listed_only is (module in LISTED) is not provider.in_price_index
     assert module.CURRENCY == "USD"
     assert module.URL.startswith("https://")
 

@@ -21,7 +21,8 @@ from scrapers import (
     hyperstack,
     nebius,
 )
-from scrapers.base import USER_AGENT, in_price_index, listed_only
+from scrapers import PROVIDERS
+from scrapers.base import USER_AGENT
 from scrapers.pagetext import complete_html, label_words, slug, usd_per_hour
 from tests.conftest import FIXTURES, OBSERVED_AT, fixture_bytes
 
@@ -47,7 +48,8 @@ MODULES = pytest.mark.parametrize("module", list(PAGES), ids=[m.NAME for m in PA
 @MODULES
 def test_each_page_provider_is_keyless_listed_only_and_out_of_the_price_index(module):
     assert module.ENV_KEY is None and module.KEY_REQUIRED is False
-    assert listed_only(module) and not in_price_index(module) and module.CURRENCY == "USD"
+    provider = PROVIDERS[module.NAME]
+    assert provider.listed_only and not provider.in_price_index and module.CURRENCY == "USD"
     assert module.URL.startswith("https://")
 
 

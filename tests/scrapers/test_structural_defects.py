@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 import scrapers
 from scrapers import ParseResult, ProviderPayloadError
-from scrapers.base import Credentials, is_rate_source, replay_handler
+from scrapers.base import Credentials
+from scrapers.registry import Source, replay_handler
 from tests.conftest import FIXTURES, OBSERVED_AT
 
 EXAMPLES_PER_ANSWER = 15
@@ -38,15 +39,15 @@ WRONG_TEXT = ["", "NaN", "1_000", "-1", "$", "$inf", "1e400", "<b>", "\u2028", "
 TEXT_NODE = re.compile(r">([^<]+)<")
 
 
-def _answers_of(module: Any) -> list[tuple[str, bytes]]:
-    """(fixture name, the payload `parse` gets) of each recorded answer of the module."""
+def _answers_of(source: Source) -> list[tuple[str, bytes]]:
+    """(fixture name, the payload `parse` gets) of each recorded answer of the source."""
     found = []
-    for path in sorted(FIXTURES.glob(f"{module.NAME}_*")):
+    for path in sorted(FIXTURES.glob(f"{source.name}_*")):
         if path.is_dir():
-            handler = replay_handler(module)(path)
-            creds = Credentials("replay") if module.KEY_REQUIRED else None
+            handler = replay_handler(source)(path)
+            creds = Credentials("replay") if source.key_required else None
             with httpx.Client(transport=httpx.MockTransport(handler)) as client:
-                found.append((path.name, module.fetch(client, creds)))
+                found.append((path.name, source.fetch(client, creds)))
         else:
             found.append((path.name, path.read_bytes()))
     return found
@@ -54,13 +55,13 @@ def _answers_of(module: Any) -> list[tuple[str, bytes]]:
 
 CASES = [
     pytest.param(name, fixture, payload, id=f"{name}-{fixture}")
-    for name, module in scrapers.PROVIDERS.items()
-    for fixture, payload in _answers_of(module)
+    for name, source in scrapers.sources().items()
+    for fixture, payload in _answers_of(source)
 ]
 
 
 def test_every_provider_has_recorded_answers_to_break():
-    assert {name for name, *_ in (case.values for case in CASES)} == set(scrapers.PROVIDERS)
+    assert {name for name, *_ in (case.values for case in CASES)} == set(scrapers.sources())
 
 
 def _nested(value: Any) -> Any:
@@ -144,10 +145,10 @@ def _broken(payload: bytes, data: st.DataObject) -> bytes:
 
 
 def _parse(name: str, payload: bytes) -> object:
-    module = scrapers.PROVIDERS[name]
-    if is_rate_source(module):
-        return module.parse_rates(payload)  # type: ignore[attr-defined]
-    return module.parse(payload, OBSERVED_AT)
+    rates = scrapers.RATE_SOURCES.get(name)
+    if rates is not None:
+        return rates.parse_rates(payload)
+    return scrapers.PROVIDERS[name].parse(payload, OBSERVED_AT)
 
 
 @pytest.mark.parametrize(("name", "fixture", "payload"), CASES)

@@ -29,7 +29,7 @@ from api.rest.schemas_collections import CollectionOut, collection_out
 from pipeline.collection.runs import collect
 from pipeline.errors import PipelineError
 from pipeline.timeparse import check_not_future, parse_time
-from scrapers import PROVIDERS, build_client
+from scrapers import build_client, sources
 
 __all__ = ["router"]
 
@@ -91,13 +91,14 @@ def _replay_name(upload: UploadFile) -> tuple[str, str | None]:
     (`scaleway/servers-fr-par-2-1.json`), or None for a provider's one answer (`vastai.json`)."""
     filename = _checked_file_name(upload)
     parts = PurePath(filename).parts
-    if len(parts) == 2 and parts[0] in PROVIDERS and not parts[1].startswith("."):
+    known = sources()
+    if len(parts) == 2 and parts[0] in known and not parts[1].startswith("."):
         return parts[0], parts[1]
     name = PurePath(filename).name.split(".", 1)[0]
-    if len(parts) != 1 or name not in PROVIDERS:
+    if len(parts) != 1 or name not in known:
         raise PipelineError(
             f"replay file {filename[:SHOWN_NAME_CHARS]!r}: name each file after its provider "
-            f"({', '.join(sorted(PROVIDERS))}), e.g. vastai.json, or <provider>/<file> for a "
+            f"({', '.join(sorted(known))}), e.g. vastai.json, or <provider>/<file> for a "
             "provider that replays a directory of answers (scaleway)"
         )
     return name, None
@@ -151,11 +152,10 @@ def post_collection(
     for upload in uploads:
         name, inside = _replay_name(upload)
         named.setdefault(name, []).append((inside, upload))
+    known = sources()
     for name in provider or []:
-        if name not in PROVIDERS:
-            raise PipelineError(
-                f"unknown provider '{name}' (known: {', '.join(sorted(PROVIDERS))})"
-            )
+        if name not in known:
+            raise PipelineError(f"unknown provider '{name}' (known: {', '.join(sorted(known))})")
     fetched = [name for name in provider or [] if name not in named]
     if not live and (fetched or not named):
         raise PipelineError(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from api.cli.commands import app
-from scrapers import PROVIDERS
+from scrapers import PROVIDERS, sources
 
 runner = CliRunner()
 README = Path(__file__).resolve().parents[3] / "README.md"
@@ -38,7 +38,7 @@ def test_the_readme_provider_table_is_what_gpuprices_providers_prints_now():
 
 
 def test_json_lists_every_registered_provider_in_registry_order():
-    assert [p["name"] for p in providers_json()] == list(PROVIDERS)
+    assert [p["name"] for p in providers_json()] == list(sources())
 
 
 def test_json_states_what_each_module_declares():
@@ -52,7 +52,7 @@ def test_json_states_what_each_module_declares():
     assert by_name["scaleway"]["currency"] == by_name["hetzner"]["currency"] == "EUR"
     assert by_name["runpod"]["currency"] == "USD"
     assert by_name["ecb"]["kind"] == "rates" and by_name["ecb"]["in_price_index"] is False
-    assert by_name["runpod"]["endpoint"] == PROVIDERS["runpod"].URL
+    assert by_name["runpod"]["endpoint"] == PROVIDERS["runpod"].url
 
 
 def test_regions_placed_counts_the_rows_of_each_providers_regions_file():

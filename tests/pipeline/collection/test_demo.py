@@ -21,7 +21,7 @@ from pipeline.collection.demo import (
 )
 from pipeline.collection.schedule import collect_provider
 from pipeline.settings import Settings
-from scrapers import PROVIDERS
+from scrapers import sources
 
 NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
 """After the date of the ECB rates the demo replays (2026-11-27): EUR prices convert."""
@@ -30,7 +30,7 @@ NOW = datetime(2026, 12, 1, 12, tzinfo=UTC)
 def test_the_demo_replays_every_registered_provider_the_european_clouds_and_the_ecb_rate():
     european = {"scaleway", "ovhcloud", "verda", "hetzner"}
     assert {"ecb", "gcp", *european} <= set(demo_bodies())
-    missing = set(PROVIDERS) - set(demo_bodies())
+    missing = set(sources()) - set(demo_bodies())
     assert not missing, f"add a recorded answer as pipeline/data/demo/<provider>.*: {missing}"
 
 

@@ -18,7 +18,7 @@ from pipeline.market.offers import OfferQuery
 from pipeline.market.serving import answer_offers
 from pipeline.settings import Settings
 from pipeline.workload.ranking import job_cost_usd, rank_offers
-from scrapers import PROVIDERS
+from scrapers import sources
 from tests.conftest import FIXTURES
 from tests.pipeline.workload.test_model import QLORA_70B
 
@@ -170,7 +170,7 @@ def test_providers_lists_every_provider_and_the_rate_source_with_interval_and_ne
     by_name = {f.provider: f for f in listed}
     clouds = {"aws", "azure", "gcp", "oci"}
     assert {"ecb", "vastai", "runpod", "lambda", "coreweave", *EUROPEANS, *clouds} <= set(by_name)
-    assert set(by_name) == set(PROVIDERS)  # every registered module, nothing else
+    assert set(by_name) == set(sources())  # every registered module, nothing else
     assert by_name["oci"].interval_seconds == timedelta(hours=24).total_seconds()
     assert all(f.interval_seconds and f.next_run_at for f in listed)
     assert (by_name["ecb"].kind, by_name["ecb"].last_rate_date) == ("rates", date(2026, 11, 27))
