@@ -1,6 +1,6 @@
 """CoreWeave: the public pricing page (`GET https://www.coreweave.com/pricing`), read as HTML.
 
-Quirks (see shared/provider-samples/README.md, "CoreWeave", and tests/fixtures/README.md):
+Quirks (see docs/pages/notes/provider-samples.md, "CoreWeave", and tests/fixtures/README.md):
 - No pricing API exists; the Webflow page is server-rendered, so a plain GET returns the rows
   (becloudready/gpu-price `sources/coreweave.py`). Its markup and labels change often, so columns
   are found by meaning, never by position or exact text: a header label is normalised (footnote

@@ -1,7 +1,7 @@
 """The ECB's euro foreign exchange reference rates: a rate source (it defines `parse_rates`, so
 the registry reads it as a `RateSource`), not a provider of offers.
 
-Quirks (see shared/provider-samples/EU.md, "EUR → USD"):
+Quirks (see docs/pages/notes/eu-providers.md, "EUR → USD"):
 - `gesmes:Envelope` → `Cube` → `Cube[@time=YYYY-MM-DD]` → `Cube[@currency][@rate]`, the cubes in
   the namespace `http://www.ecb.int/vocabulary/2002-08-01/eurofxref`; `rate` is units of the
   currency per 1 EUR, so USD = EUR × rate(USD).

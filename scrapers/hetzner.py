@@ -1,6 +1,6 @@
 """Hetzner: the GEX dedicated GPU servers, from the website's own price feed.
 
-Quirks (see shared/provider-samples/EU.md, "Hetzner"):
+Quirks (see docs/pages/notes/eu-providers.md, "Hetzner"):
 - No price API without Robot credentials; the website loads
   `https://www.hetzner.com/_resources/app/data/app/live_data_prices.json`:
   `products.{KEY}.locations[]` {`countryCode`, `datacenter`, `active`, `prices` {`hourly`,

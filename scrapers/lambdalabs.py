@@ -1,6 +1,6 @@
 """Lambda Cloud: the instance-type list (`GET /api/v1/instance-types`).
 
-Quirks (see shared/provider-samples/README.md, "Lambda"):
+Quirks (see docs/pages/notes/provider-samples.md, "Lambda"):
 - A key is required even for prices: `Authorization: Bearer <key>`; a missing or invalid key is
   401 `global/invalid-api-key`, an inactive account 403 `global/account-inactive` (Lambda OpenAPI
   v1.10.0, mirrored in api-evangelist/lambda-labs `openapi/lambda-labs-instances-api-openapi.yml`).

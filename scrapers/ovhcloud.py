@@ -1,6 +1,6 @@
 """OVHcloud: the public cloud order catalog (EU book), GPU flavors billed by the hour.
 
-Quirks (see shared/provider-samples/EU.md, "OVHcloud"; gpu-index `sources/ovh.py`, SpareCores
+Quirks (see docs/pages/notes/eu-providers.md, "OVHcloud"; gpu-index `sources/ovh.py`, SpareCores
 sc-crawler `vendors/_ovh.py`):
 - `GET https://eu.api.ovh.com/1.0/order/catalog/public/cloud?ovhSubsidiary=FR`, no auth, ~8 MB.
 - `locale.currencyCode` is the currency of every price; `addons[]` carry `planCode`,

@@ -1,6 +1,6 @@
 """RunPod: the GraphQL `gpuTypes` catalog swept per location, or the REST v2 GPU catalog.
 
-Quirks (see shared/provider-samples/README.md, "RunPod"):
+Quirks (see docs/pages/notes/provider-samples.md, "RunPod"):
 - GraphQL is deprecated ("retired in early 2027"); REST v2 (`GET /v2/catalog/gpus`) needs a Bearer
   key (runpod/docs `sdks/graphql/configurations.mdx`, `api-reference-v2/openapi.json`). Without a
   key we ask GraphQL anonymously, as gpuhunt does. `parse` takes every body `fetch` returns.

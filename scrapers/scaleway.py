@@ -1,6 +1,6 @@
 """Scaleway: every zone's instance types and their availability (the public instance API).
 
-Quirks (see shared/provider-samples/EU.md, "Scaleway"):
+Quirks (see docs/pages/notes/eu-providers.md, "Scaleway"):
 - `GET /instance/v1/zones/{zone}/products/servers?per_page=100&page=N` and
   `.../products/servers/availability?...`: answered without a token in practice (getcomputable
   gpu-index `observatory/sources/scaleway.py`). Pages are read until an empty one, or until the

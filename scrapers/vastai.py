@@ -1,6 +1,6 @@
 """Vast.ai: the public offer search (`POST /api/v0/bundles/`).
 
-Quirks (see shared/provider-samples/README.md, "Vast.ai"):
+Quirks (see docs/pages/notes/provider-samples.md, "Vast.ai"):
 - `dph_base` is USD per hour for the compute of the *whole offer* (all `num_gpus`); `dph_total`
   adds storage for `allocated_storage` GB. We publish `dph_base`: disk is billed separately at
   `storage_cost` USD per GB-month and depends on the disk size you pick (gpuhunt does the same).

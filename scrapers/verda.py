@@ -1,6 +1,6 @@
 """Verda (formerly DataCrunch): the public pricing page's JSON-LD offers.
 
-Quirks (see shared/provider-samples/EU.md, "Verda"):
+Quirks (see docs/pages/notes/eu-providers.md, "Verda"):
 - The REST API (`/v1/instance-types`) needs OAuth client credentials; the public page
   `https://verda.com/pricing` embeds `<script type="application/ld+json">` with a schema.org
   `@graph` of `Offer` nodes: `name` like `1x H100 SXM5 80GB on-demand` / `... spot`, `price`,

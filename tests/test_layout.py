@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,3 +43,26 @@ def test_no_test_module_names_its_package_again() -> None:
         and "_" in path.stem.removeprefix("test_")
     ]
     assert misplaced == [], f"move these into the package folder they name: {misplaced}"
+
+
+OUTSIDE = re.compile(r"(?<![\w.-])shared/")
+"""A path into the research folder beside the repository (`shared/reference/...`,
+`../shared/...`), which a clone does not have; its notes live in docs/pages/notes/."""
+SOURCE_FOLDERS = ("api", "pipeline", "scrapers", "warehouse", "tests", "bench")
+
+
+def test_no_source_file_cites_a_path_outside_the_repository() -> None:
+    cited = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for folder in SOURCE_FOLDERS
+        for path in sorted((ROOT / folder).rglob("*"))
+        if path.is_file() and "__pycache__" not in path.parts and path != Path(__file__)
+        for number, line in enumerate(
+            path.read_text(encoding="utf-8", errors="replace").splitlines(), 1
+        )
+        if OUTSIDE.search(line)
+    ]
+    assert cited == [], (
+        "these lines cite shared/..., which a clone does not have: cite the copy under "
+        f"docs/pages/notes/ (or tests/fixtures/) instead: {cited}"
+    )

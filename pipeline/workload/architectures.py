@@ -1,7 +1,7 @@
 """Transformer shapes for the workload model: a table of known models, a `config.json`, or a size.
 
 The shapes are those of Llama/Mistral/Qwen-style decoders (SwiGLU MLP, RMSNorm, grouped-query
-attention), the family the workload model was calibrated on (`shared/reference/workload-model.md`,
+attention), the family the workload model was calibrated on (`docs/pages/notes/workload-model.md`,
 section 2), and their mixture-of-experts forms: some or all layers replace the MLP by E routed
 experts of width I_e (k of them per token), a router and optional shared experts (Qwen3-MoE,
 gpt-oss, Mixtral, Llama-4, DeepSeek-V3, Kimi-K2, GLM-4.5). `head_dim` is read where it is not

@@ -1,7 +1,7 @@
 """The fine-tuning workload and its GPU memory: per GPU, on N GPUs, and the fewest GPUs that fit.
 
 Pure functions over frozen dataclasses; no I/O. Every constant cites its section of
-`shared/reference/workload-model.md` (the research note with the primary sources). Memory is in
+`docs/pages/notes/workload-model.md` (the research note with the primary sources). Memory is in
 GiB (2^30 bytes) throughout, as PyTorch and nvidia-smi print it (section 1).
 
     M_gpu = 1.05·(weights + gradients + optimizer) + 1.15·(activations + logits + gathers) + 0.75
@@ -10,7 +10,7 @@ A layout says how the job spreads over its GPUs: replicated (DDP), ZeRO-1/2, ZeR
 shard, optionally with the model states offloaded to CPU RAM, or, for a mixture-of-experts model,
 expert-parallel (each GPU holds E / EP of the experts, Megatron-style, with the optimizer states
 sharded over all GPUs as its distributed optimizer does). Memory follows the total parameter count
-(every expert is resident, `shared/reference/moe-notes.md`); compute the active one (`hours`).
+(every expert is resident, `docs/pages/notes/moe-notes.md`); compute the active one (`hours`).
 Which layout a job gets on given hardware is chosen in `pipeline.workload.fit`; its hours in
 `pipeline.workload.hours`; offers in `pipeline.workload.ranking`.
 """

@@ -2,7 +2,7 @@
 
 Pure functions over the workload model (`pipeline.workload.model`) and offer rows as
 `pipeline.market.offers.current_offers` returns them; constants cite
-`shared/reference/workload-model.md`.
+`docs/pages/notes/workload-model.md`.
 
     hours = T / tokens_per_s (`pipeline.workload.hours`)      cost = price per hour × hours
 

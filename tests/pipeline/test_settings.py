@@ -5,17 +5,15 @@ from datetime import timedelta
 import pytest
 
 from pipeline.settings import DEFAULT_DB, Settings, SettingsError, parse_duration
+from scrapers import sources
 
 
 def test_defaults_collect_every_provider_at_its_documented_interval():
     settings = Settings.load()
     assert settings.db == DEFAULT_DB
-    assert settings.providers == [
-        "ecb", "vastai", "runpod", "lambda", "coreweave", "scaleway", "ovhcloud", "verda",
-        "hetzner", "aws", "azure", "gcp", "oci",
-        "digitalocean", "nebius", "crusoe", "hotaisle", "hyperstack", "hyperbolic", "lium",
-        "cloudrift", "vultr", "daytona", "voltagepark",
-    ]  # fmt: skip
+    assert settings.providers == list(sources()), "by default every registered source is collected"
+    for name, source in sources().items():
+        assert settings.interval(name) == source.interval, f"{name}: its module's INTERVAL"
     assert settings.interval("ecb") == timedelta(days=1)
     assert settings.interval("aws") == settings.interval("azure") == timedelta(hours=1)
     assert settings.interval("scaleway") == settings.interval("verda") == timedelta(hours=1)

@@ -1,11 +1,11 @@
 """The time model against measured fine-tuning runs, and how it moves with what it models.
 
-The public cases are `shared/reference/throughput_cases.csv` (Qwen, llm-foundry, torchtune;
-sources in its `source` column), copied into `tests/fixtures/`; `throughput_checks.csv` holds
-other published runs (Answer.AI FSDP-QLoRA, xtuner) kept for checking. Each case is scored as
-the issue scores it: `quote --params-b P --method M --tokens T --seq-len S --micro-batch B --gpu G
---gpus N [--form-factor F] [--no-grad-ckpt]`, everything else at its default, tokens/s =
-T / (fit.hours × 3600), runs on up to 8 GPUs.
+The public cases are `tests/fixtures/throughput_cases.csv` (Qwen, llm-foundry, torchtune; sources
+in its `source` column; how to read it: docs/pages/notes/throughput-notes.md);
+`throughput_checks.csv` holds other published runs (Answer.AI FSDP-QLoRA, xtuner) kept for
+checking. Each case is scored as the issue scores it: `quote --params-b P --method M --tokens T
+--seq-len S --micro-batch B --gpu G --gpus N [--form-factor F] [--no-grad-ckpt]`, everything else
+at its default, tokens/s = T / (fit.hours × 3600), runs on up to 8 GPUs.
 """
 
 from __future__ import annotations

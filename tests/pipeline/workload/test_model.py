@@ -51,7 +51,7 @@ def job(model: str = "Llama-3.1-8B", method: str = "lora", **options: Any) -> Wo
     return Workload.build(model=model, method=method, **options)  # type: ignore[arg-type]
 
 
-# --- the validation set: shared/reference/workload_cases.csv (copied into tests/fixtures) ------
+# --- the validation set: tests/fixtures/workload_cases.csv (docs/pages/notes/workload-model.md) -
 
 CASES = list(csv.DictReader((FIXTURES / "workload_cases.csv").read_text().splitlines()))
 # Ranks the sources used when they do not print one (workload-model.md section 6).

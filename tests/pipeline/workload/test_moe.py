@@ -1,13 +1,13 @@
 """Mixture-of-experts: parameter counts from the configs' own fields, memory and time against the
 public measured runs.
 
-The cases are `shared/reference/moe_workload_cases.csv` and `moe_throughput_cases.csv` (sources in
-their `source` column), copied into `tests/fixtures/`; rows whose source says NOT EXPRESSIBLE need
-something a quote cannot state and are not scored. The configs in `tests/fixtures/hf_configs/` are
-built from `shared/reference/models_2026.csv` (each row's fields are those of the model's
-published `config.json`, its source cited there). Each case is scored as a user would ask for it:
-the model's config, the method, sequence length, micro-batch, GPU count and the layout the case
-maps to (`mapping: layout=...`), everything else at its default.
+The cases are `tests/fixtures/moe_workload_cases.csv` and `moe_throughput_cases.csv` (sources in
+their `source` column; the notes on them are docs/pages/notes/moe-notes.md); rows whose source says
+NOT EXPRESSIBLE need something a quote cannot state and are not scored. The configs in
+`tests/fixtures/hf_configs/` are built from `tests/fixtures/models_2026.csv` (each row's fields are
+those of the model's published `config.json`, its source cited there). Each case is scored as a
+user would ask for it: the model's config, the method, sequence length, micro-batch, GPU count and
+the layout the case maps to (`mapping: layout=...`), everything else at its default.
 """
 
 from __future__ import annotations
