@@ -30,7 +30,7 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-def provider_module(name: str) -> Source:
+def provider_module(name: str) -> Provider | RateSource:
     """The source (provider or rate source) called `name`; an unknown name raises, listing the
     known ones."""
     known = sources()

@@ -8,7 +8,6 @@ all read `PROVIDERS` and `RATE_SOURCES`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from importlib import import_module
 from types import ModuleType
 
@@ -95,7 +94,7 @@ RATE_SOURCES: dict[str, RateSource] = {s.name: s for s in _READ if isinstance(s,
 """The rate sources (the ECB): collected like a provider, they store exchange rates, no offers."""
 
 
-def sources() -> dict[str, Source]:
+def sources() -> dict[str, Provider | RateSource]:
     """Every collected source by name, in collection order: the rate sources first (EUR prices
     convert with their rates), then the providers."""
     return {**RATE_SOURCES, **PROVIDERS}

@@ -188,10 +188,14 @@ def _refuse_typos(where: str, names: Iterable[str]) -> None:
 _MISSING: Any = object()
 
 
-def _constant(module: ModuleType, name: str, kind: type | tuple[type, ...], default: Any = _MISSING) -> Any:
+def _constant(
+    module: ModuleType, name: str, kind: type | tuple[type, ...], default: Any = _MISSING
+) -> Any:
     value = vars(module).get(name, default)
     if value is _MISSING:
-        raise ContractError(f"{module.__name__}: declare {name} (required by the provider contract)")
+        raise ContractError(
+            f"{module.__name__}: declare {name} (required by the provider contract)"
+        )
     if value is not default and not isinstance(value, kind):
         kinds = kind if isinstance(kind, tuple) else (kind,)
         wanted = " or ".join("None" if k is type(None) else k.__name__ for k in kinds)

@@ -3,9 +3,9 @@
 One set of rules (the SSRF that OWASP's SSRF prevention cheat sheet describes), used by two
 callers:
 - a collector (`check_fetch_url`, installed on every run's client by `confine`) fetches only
-  `https` URLs on its provider's own hosts (`Provider.hosts`), through pagination and redirects alike:
-  no user name or password, no port but 443, no IP address (a provider is reached by name), a
-  valid DNS name. The names are the provider's fixed ones, so they are not resolved here.
+  `https` URLs on its provider's own hosts (`Provider.hosts`), through pagination and redirects
+  alike: no user name or password, no port but 443, no IP address (a provider is reached by
+  name), a valid DNS name. The names are the provider's fixed ones, so they are not resolved here.
 - a webhook (pipeline/alerts/targets.py) resolves its host and judges every address with
   `address_refusal` and the name with `host_name_problem`.
 

@@ -36,6 +36,7 @@ from pipeline.errors import PipelineError
 from scrapers import (
     Credentials,
     MissingCredentialsError,
+    Provider,
     ProviderError,
     RateSource,
     Source,
@@ -103,16 +104,14 @@ def _replay_client(provider: Source, replay: Path) -> httpx.Client:
     return client
 
 
-def _credentials(
-    provider: Source, env: Mapping[str, str], replaying: bool
-) -> Credentials | None:
+def _credentials(provider: Source, env: Mapping[str, str], replaying: bool) -> Credentials | None:
     if replaying and provider.key_required and not env.get(provider.env_key or ""):
         return Credentials(REPLAY_PLACEHOLDER_KEY)
     return credentials_from_env(provider, env)
 
 
 def _collect_one(
-    provider: Source,
+    provider: Provider | RateSource,
     warehouse: Warehouse,
     *,
     now: Callable[[], datetime],

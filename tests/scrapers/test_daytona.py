@@ -5,8 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from scrapers import Pricing, ProviderPayloadError, daytona
-from scrapers import PROVIDERS
+from scrapers import PROVIDERS, Pricing, ProviderPayloadError, daytona
 from tests.conftest import OBSERVED_AT, fixture_bytes
 
 BODY = fixture_bytes("daytona_gpu_pricing.json")
@@ -25,9 +24,8 @@ def test_each_gpu_type_is_a_node_of_1_2_4_and_8_gpus_on_demand_and_spot_listed_o
     result = daytona.parse(BODY, OBSERVED_AT)
     assert result.rejects == [] and result.offer_count == 8 * 4 * 2
     assert {o.gpu_count for o in result.offers} == {1, 2, 4, 8}
-    assert PROVIDERS["daytona"].listed_only and {(o.region, o.available) for o in result.offers} == {
-        (None, True)
-    }  # fmt: skip
+    assert PROVIDERS["daytona"].listed_only
+    assert {(o.region, o.available) for o in result.offers} == {(None, True)}
 
 
 def test_a_nodes_price_is_its_gpus_vcpus_memory_and_disk_at_the_rates_of_its_pricing():

@@ -9,8 +9,7 @@ import respx
 
 from pipeline.catalog import get_catalog
 from pipeline.location import get_locator
-from scrapers import gcp
-from scrapers import PROVIDERS, credentials_from_env
+from scrapers import PROVIDERS, credentials_from_env, gcp
 from scrapers.base import USER_AGENT, Credentials
 from scrapers.errors import MissingCredentialsError, ProviderHTTPError, ProviderPayloadError
 from scrapers.models import FormFactor, Pricing

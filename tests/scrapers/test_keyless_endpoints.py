@@ -14,16 +14,17 @@ from typer.testing import CliRunner
 
 from api.cli.commands import app
 from scrapers import (
+    PROVIDERS,
     ProviderHTTPError,
     ProviderPayloadError,
     cloudrift,
+    credentials_from_env,
     daytona,
     hyperbolic,
     lium,
     voltagepark,
     vultr,
 )
-from scrapers import PROVIDERS, credentials_from_env
 from scrapers.base import USER_AGENT
 from tests.conftest import FIXTURES, OBSERVED_AT, fixture_bytes
 

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from api.cli.commands import app
 from scrapers import (
+    PROVIDERS,
     ProviderHTTPError,
     ProviderPayloadError,
     crusoe,
@@ -21,7 +22,6 @@ from scrapers import (
     hyperstack,
     nebius,
 )
-from scrapers import PROVIDERS
 from scrapers.base import USER_AGENT
 from scrapers.pagetext import complete_html, label_words, slug, usd_per_hour
 from tests.conftest import FIXTURES, OBSERVED_AT, fixture_bytes

@@ -132,7 +132,9 @@ def test_optional_constants_take_their_defaults_stock_indexed_and_the_urls_host(
     assert isinstance(acme, Provider)
     assert (acme.listed_only, acme.in_price_index) == (False, True)
     assert acme.hosts == frozenset({"api.acme.example"})
-    listed = source_of(contract_module(LISTED_ONLY="True", IN_PRICE_INDEX="False", HOSTS='("a.b",)'))
+    listed = source_of(
+        contract_module(LISTED_ONLY="True", IN_PRICE_INDEX="False", HOSTS='("a.b",)')
+    )
     assert isinstance(listed, Provider)
     assert (listed.listed_only, listed.in_price_index, listed.hosts) == (True, False, {"a.b"})
 
@@ -159,7 +161,7 @@ def test_a_modules_own_constants_far_from_the_contract_are_left_alone():
         ({"INTERVAL": "600"}, "INTERVAL must be timedelta, not int"),
         ({"INTERVAL": "timedelta(0)"}, "INTERVAL must be positive"),
         ({"ENV_KEY": "1"}, "ENV_KEY must be str or None"),
-        ({"CURRENCY": '"usd"'}, "CURRENCY must be e.g. \"USD\""),
+        ({"CURRENCY": '"usd"'}, 'CURRENCY must be e.g. "USD"'),
         ({"URL": '"http://acme.example"'}, "URL must be an https:// URL"),
         ({"HOSTS": '"acme.example"'}, "HOSTS must be tuple or list"),
     ],
