@@ -5,6 +5,7 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
+import yaml
 from typer.testing import CliRunner
 
 from api.cli.commands import app
@@ -76,3 +77,21 @@ def test_an_unknown_format_is_a_usage_error():
     result = runner.invoke(app, ["providers", "--format", "yaml"])
     assert result.exit_code == 2
     assert "yaml" in result.output
+
+
+def test_compose_prints_the_lake_collectors_the_ecb_and_euro_providers_on_the_first():
+    result = runner.invoke(app, ["providers", "--format", "compose"])
+    assert result.exit_code == 0, result.output
+    services = yaml.safe_load("x: &lake {}\ny: &lake-env {}\nservices:\n" + result.stdout)[
+        "services"
+    ]
+    assert list(services) == ["lake-collector-1", "lake-collector-2"]
+    owned = [
+        s["command"][s["command"].index("--providers") + 1].split(",") for s in services.values()
+    ]
+    euro = {name for name, source in sources().items() if source.currency == "EUR"}
+    assert euro and {"ecb", *euro} <= set(owned[0])
+    assert sorted(owned[0] + owned[1]) == sorted(sources())
+    assert abs(len(owned[0]) - len(owned[1])) <= 1
+    standby = [s["environment"]["GPUPRICES_STANDBY_FOR"].split(",") for s in services.values()]
+    assert standby == [owned[1], owned[0]]
