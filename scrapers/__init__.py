@@ -26,7 +26,7 @@ from scrapers.registry import (
     RateSource,
     Source,
     credentials_from_env,
-    source_of,
+    read_registry,
 )
 
 __all__ = [
@@ -87,11 +87,9 @@ MODULES: tuple[ModuleType, ...] = tuple(
 """The registry: one line per provider module (by file name), in collection order; the rate
 source first, since EUR prices convert with its rates."""
 
-_READ = [source_of(module) for module in MODULES]
-PROVIDERS: dict[str, Provider] = {s.name: s for s in _READ if isinstance(s, Provider)}
-"""The providers of offers, by name, in registry order."""
-RATE_SOURCES: dict[str, RateSource] = {s.name: s for s in _READ if isinstance(s, RateSource)}
-"""The rate sources (the ECB): collected like a provider, they store exchange rates, no offers."""
+PROVIDERS, RATE_SOURCES = read_registry(MODULES)
+"""The providers of offers, and apart the rate sources (the ECB: collected like a provider, it
+stores exchange rates, no offers), each by name in registry order."""
 
 
 def sources() -> dict[str, Provider | RateSource]:

@@ -36,6 +36,7 @@ __all__ = [
     "RateSource",
     "Source",
     "credentials_from_env",
+    "read_registry",
     "regions",
     "replay_handler",
     "source_of",
@@ -171,6 +172,28 @@ def source_of(module: ModuleType) -> Provider | RateSource:
         replay_directory=_function(module, "replay_directory"),
         **common,
     )
+
+
+def read_registry(
+    modules: Iterable[ModuleType],
+) -> tuple[dict[str, Provider], dict[str, RateSource]]:
+    """The providers and the rate sources of `modules` (`source_of` each), by name in their
+    order; a name declared by two modules raises `ContractError` naming both."""
+    providers: dict[str, Provider] = {}
+    rates: dict[str, RateSource] = {}
+    for module in modules:
+        source = source_of(module)
+        taken = providers.get(source.name) or rates.get(source.name)
+        if taken is not None:
+            raise ContractError(
+                f"{module.__name__}: NAME {source.name!r} is already {taken.module.__name__}'s; "
+                "give each provider its own NAME"
+            )
+        if isinstance(source, RateSource):
+            rates[source.name] = source
+        else:
+            providers[source.name] = source
+    return providers, rates
 
 
 def _refuse_typos(where: str, names: Iterable[str]) -> None:

@@ -18,6 +18,7 @@ from scrapers.registry import (
     ContractError,
     Provider,
     RateSource,
+    read_registry,
     regions,
     replay_handler,
     source_of,
@@ -292,3 +293,16 @@ def test_the_rules_see_a_source_without_its_files():
     assert "acmegpu" not in demo_bodies(DEMO) and not sorted(FIXTURES.glob("acmegpu_*"))
     assert not any("`acmegpu`" in cell for cell in _providers_page_rows())
     assert any("`gcp`" in cell for cell in _providers_page_rows())
+
+
+def test_the_registry_keeps_providers_and_rate_sources_apart_and_each_name_once():
+    offers = contract_module()
+    rates = contract_module("fetch parse_rates", NAME='"acmerates"', CURRENCY='"EUR"')
+    providers, rate_sources = read_registry([rates, offers])
+    assert (list(providers), list(rate_sources)) == (["acme"], ["acmerates"])
+    again = contract_module()
+    again.__name__ = "scrapers.acme2"
+    with pytest.raises(
+        ContractError, match="scrapers.acme2: NAME 'acme' is already scrapers.acme's"
+    ):
+        read_registry([offers, again])
