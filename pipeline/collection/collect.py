@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -54,6 +54,8 @@ from warehouse.rates import insert_rates
 
 __all__ = [
     "Adjust",
+    "AdjustRates",
+    "RateRow",
     "RunReport",
     "Stage",
     "provider_module",
@@ -72,6 +74,11 @@ ProgressCallback = Callable[[str, Stage], None]
 Adjust = Callable[[str, ParseResult], ParseResult]
 """Applied to a provider's parsed offers (by its name) before conversion: the demo's seeded price
 movement (pipeline/collection/demo.py); a real collection stores what was parsed."""
+RateRow = tuple[date, str, float]
+"""One exchange rate as stored: its reference date, the currency and units per euro."""
+AdjustRates = Callable[[list[RateRow], datetime], list[RateRow]]
+"""Applied to a rate source's parsed rates with the run's observation time, before storing: the
+demo dates its recorded rates to the replay's day (pipeline/collection/demo.py)."""
 REPLAY_PLACEHOLDER_KEY = "replay"
 """Sent as the key when a replayed provider needs one and none is set (nothing leaves)."""
 
@@ -124,6 +131,7 @@ def _collect_one(
     should_stop: Callable[[], bool],
     bounds: QualityBounds,
     adjust: Adjust | None = None,
+    adjust_rates: AdjustRates | None = None,
 ) -> RunReport | None:
     started = time.perf_counter()
     started_at = now()
@@ -196,6 +204,8 @@ def _collect_one(
         progress(provider.name, "parsing")
         if isinstance(provider, RateSource):
             found = [(r.rate_date, r.currency, r.rate) for r in provider.parse_rates(payload)]
+            if adjust_rates is not None:
+                found = adjust_rates(found, observed)
             rates = rates_table(provider.name, RATE_BASE, found, run_id, observed)
         else:
             shape = answer_shape(payload)
@@ -287,6 +297,7 @@ def run_collection(
     should_stop: Callable[[], bool] = lambda: False,
     bounds: QualityBounds | None = None,
     adjust: Adjust | None = None,
+    adjust_rates: AdjustRates | None = None,
 ) -> list[RunReport]:
     """Collect each named provider in turn; one transaction and one report per provider.
 
@@ -313,6 +324,7 @@ def run_collection(
             should_stop=should_stop,
             bounds=bounds or QualityBounds(),
             adjust=adjust,
+            adjust_rates=adjust_rates,
         )
         for module in modules
     )

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.base import utc_now
-from pipeline.collection.collect import RunReport
+from pipeline.collection.collect import RateRow, RunReport
 from pipeline.collection.runs import collect
 from pipeline.settings import Settings
 from scrapers import ParseResult, Pricing, sources
@@ -43,6 +43,7 @@ __all__ = [
     "demo_bodies",
     "demo_price_factor",
     "demo_prices",
+    "demo_rates",
     "demo_settings",
     "fill_demo",
 ]
@@ -96,6 +97,16 @@ def demo_prices(provider: str, result: ParseResult, hours_ago: int) -> ParseResu
     return ParseResult(table=table, rejects=result.rejects)
 
 
+def demo_rates(rates: list[RateRow], observed_at: datetime) -> list[RateRow]:
+    """The recorded exchange rates moved in time so that the newest is dated on the replay's day
+    (each date shifted by the same days): a recording's rates would otherwise grow older than
+    `MAX_RATE_AGE` within a week, and every euro-priced demo offer would be marked stale."""
+    if not rates:
+        return rates
+    shift = observed_at.date() - max(rate_date for rate_date, _, _ in rates)
+    return [(rate_date + shift, currency, rate) for rate_date, currency, rate in rates]
+
+
 def demo_bodies(folder: Path = DEMO_DIR) -> dict[str, Path]:
     """The recorded answer of each provider in `folder`."""
     found = {path.name.split(".", 1)[0]: path for path in sorted(folder.iterdir())}
@@ -136,9 +147,14 @@ def fill_demo(
         at = end - step * back
         hours_ago = int(step * back / timedelta(hours=1))
         collected = collect(
-            list(bodies), warehouse, settings, now=lambda at=at: at, observed_at=at,
+            list(bodies),
+            warehouse,
+            settings,
+            now=lambda at=at: at,
+            observed_at=at,
             replays=bodies,
             adjust=lambda name, result, hours=hours_ago: demo_prices(name, result, hours),
+            adjust_rates=demo_rates,
         )
         reports.extend(collected.reports)
     return reports

@@ -13,7 +13,13 @@ import httpx
 
 from pipeline.alerts import evaluate_alerts
 from pipeline.base import utc_now
-from pipeline.collection.collect import Adjust, ProgressCallback, RunReport, run_collection
+from pipeline.collection.collect import (
+    Adjust,
+    AdjustRates,
+    ProgressCallback,
+    RunReport,
+    run_collection,
+)
 from pipeline.settings import Settings
 from scrapers import build_client
 from warehouse import Warehouse
@@ -40,6 +46,7 @@ def collect(
     progress: ProgressCallback | None = None,
     should_stop: Callable[[], bool] = lambda: False,
     adjust: Adjust | None = None,
+    adjust_rates: AdjustRates | None = None,
 ) -> Collected:
     """Collect `names` (one transaction each), then evaluate the alert rules once."""
     reports = run_collection(
@@ -54,6 +61,7 @@ def collect(
         should_stop=should_stop,
         bounds=settings.quality_bounds(),
         adjust=adjust,
+        adjust_rates=adjust_rates,
     )
     if should_stop():  # shutting down (or the lease moved): the next run evaluates
         return Collected(reports, [])

@@ -35,6 +35,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from pipeline.alerts import WebhookDispatcher, WebhookSender
 from pipeline.alerts.dispatch import SHUTDOWN_GRACE_S
 from pipeline.base import utc_now
+from pipeline.collection.demo import demo_rates
 from pipeline.collection.leases import RENEWALS_PER_TTL, LeaseKeeper
 from pipeline.collection.runs import Collected, collect
 from pipeline.market.history import prune
@@ -90,6 +91,7 @@ def collect_provider(
         replays={provider: replay} if replay is not None else None,
         client_factory=client_factory,
         should_stop=should_stop,
+        adjust_rates=demo_rates if settings.demo else None,  # the demo's rates stay current
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
@@ -16,6 +16,7 @@ from pipeline.collection.demo import (
     DEMO_STEP_PERCENT,
     demo_bodies,
     demo_price_factor,
+    demo_rates,
     demo_settings,
     fill_demo,
 )
@@ -111,3 +112,9 @@ def test_the_demo_schedule_replays_every_recording_and_never_fetches(warehouse, 
         done = collect_provider(name, warehouse, settings, stop, no_network, lambda: NOW)
         statuses.update({r.provider: (r.status, r.error) for r in done.reports})
     assert statuses == dict.fromkeys(demo_bodies(), ("ok", None))
+
+
+def test_demo_rates_are_dated_on_the_replay_day_whatever_the_recording_date():
+    recorded = [(date(2026, 11, 26), "USD", 1.05), (date(2026, 11, 27), "USD", 1.06)]
+    replayed = demo_rates(recorded, datetime(2027, 3, 1, 12, tzinfo=UTC))
+    assert replayed == [(date(2027, 2, 28), "USD", 1.05), (date(2027, 3, 1), "USD", 1.06)]
