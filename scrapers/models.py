@@ -145,7 +145,7 @@ class ParseResult:
 
     @property
     def offer_count(self) -> int:
-        return self.table.num_rows
+        return int(self.table.num_rows)
 
     @property
     def offers(self) -> list[Offer]:

@@ -130,7 +130,10 @@ def _collect_one(
     source = f"replay:{replay}" if replay is not None else provider.URL
 
     def stored(
-        status: Literal["ok", "failed"], error: str | None, result=None, rates=None
+        status: Literal["ok", "failed"],
+        error: str | None,
+        result: ParseResult | None = None,
+        rates: pa.Table | None = None,
     ) -> RunReport:
         offer_count = result.offer_count if result else 0
         rejects = result.rejects if result else []
@@ -194,7 +197,7 @@ def _collect_one(
         progress(provider.NAME, "parsing")
         shape = None if is_rate_source(provider) else answer_shape(payload)
         if is_rate_source(provider):
-            parse_rates = provider.parse_rates  # type: ignore[attr-defined]
+            parse_rates = provider.parse_rates  # type: ignore[attr-defined]  # checked just above
             found = [(r.rate_date, r.currency, r.rate) for r in parse_rates(payload)]
             rates = rates_table(provider.NAME, RATE_BASE, found, run_id, observed)
         else:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -118,6 +118,11 @@ def demo_settings(settings: Settings) -> Settings:
     )
 
 
+def _clock(at: datetime) -> datetime:
+    """The demo's run clock, stopped at `at` (the hour a past run pretends to be)."""
+    return at
+
+
 def fill_demo(
     warehouse: Warehouse,
     settings: Settings,
@@ -136,9 +141,13 @@ def fill_demo(
         at = end - step * back
         hours_ago = int(step * back / timedelta(hours=1))
         collected = collect(
-            list(bodies), warehouse, settings, now=lambda at=at: at, observed_at=at,
+            list(bodies),
+            warehouse,
+            settings,
+            now=partial(_clock, at),
+            observed_at=at,
             replays=bodies,
-            adjust=lambda name, result, hours=hours_ago: demo_prices(name, result, hours),
+            adjust=partial(demo_prices, hours_ago=hours_ago),
         )
         reports.extend(collected.reports)
     return reports
