@@ -122,7 +122,7 @@ REJECT_SCHEMA = pa.schema(
     ]
 )
 
-Offer = namedtuple("Offer", OFFER_SCHEMA.names)  # type: ignore[misc]
+Offer = namedtuple("Offer", OFFER_SCHEMA.names)  # type: ignore[misc]  # namedtuple built from the schema names
 """One row of an offer table, read-only, for code that reads a few offers (tests, tools)."""
 
 

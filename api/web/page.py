@@ -278,7 +278,7 @@ def page_data(
             warehouse,
             HistoryQuery(
                 gpu=page.chart_gpu,
-                interval=query.interval,  # type: ignore[arg-type]
+                interval=query.interval,
                 providers=(query.provider,) if query.provider else (),
                 pricing=query.pricing,
             ),
