@@ -53,6 +53,7 @@ test: $(STAMP)
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql || echo "no PostgreSQL: tests/lake will be skipped"; \
 	fi
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 	$(BIN)/python -m pytest
 
 # What `make run`, `make demo` and the image import is installed by the run install alone: a

@@ -9,6 +9,7 @@ from datetime import datetime
 
 import httpx
 from fastapi import Depends, FastAPI
+from fastapi.telemetry import TelemetryConfig
 from starlette.middleware.gzip import GZipMiddleware
 
 from api.mcp_mount import install_mcp, mcp_sessions
@@ -98,7 +99,11 @@ def create_app(
         docs_url=None,  # served below from local files: the docs work offline
         redoc_url=None,
         # Off unless asked for: enabled or not, it looks up the global providers per request
-        telemetry=dict.fromkeys(("tracing", "metrics", "logs"), settings.opentelemetry),
+        telemetry=TelemetryConfig(
+            tracing=settings.opentelemetry,
+            metrics=settings.opentelemetry,
+            logs=settings.opentelemetry,
+        ),
     )
     app.state.settings = settings
     app.state.model_hub = ModelHub.from_env(settings.model_configs_dir)

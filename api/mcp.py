@@ -274,7 +274,7 @@ def _by_name(name: str) -> ApiTool | None:
     return next((tool for tool in TOOLS if tool.name == name), None)
 
 
-def _query(arguments: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _query(arguments: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """Tool arguments as query parameters: lists repeated, booleans as the API reads them."""
     pairs: list[tuple[str, str]] = []
     for name, value in arguments.items():
@@ -283,7 +283,7 @@ def _query(arguments: Mapping[str, Any]) -> list[tuple[str, str]]:
                 continue
             text = json.dumps(item) if isinstance(item, bool | dict) else str(item)
             pairs.append((name, text))
-    return pairs
+    return tuple(pairs)
 
 
 def _problem(response: httpx.Response) -> str:

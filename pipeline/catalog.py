@@ -145,6 +145,7 @@ class Catalog:
         """The rows a name (and a reported VRAM) can mean; several ids when it is ambiguous."""
         signature = parse_name(name)
         exact = self._exact.get(full_key(name))
+        memories: tuple[float | None, ...]
         if exact:
             candidates, memories = exact, (vram_gb,)
         else:

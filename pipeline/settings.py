@@ -297,7 +297,7 @@ def _first_error(exc: ValueError) -> str:
 
 
 def _with_toml(base: type[Settings], path: Path) -> type[Settings]:
-    class FileSettings(base):  # type: ignore[valid-type,misc]
+    class FileSettings(base):  # type: ignore[valid-type,misc]  # a subclass of the class given
         model_config = SettingsConfigDict(**{**base.model_config, "toml_file": path})
 
         @classmethod

@@ -140,7 +140,9 @@ def _flag(name: str, value: object) -> bool | None:
 
 def _enum(kind: type[StrEnum]) -> Callable[[str, object], str | None]:
     def convert(name: str, value: object) -> str | None:
-        return None if value is None else kind(value).value
+        if value is None:
+            return None
+        return kind(value).value  # type: ignore[arg-type]  # looks up any value, else ValueError
 
     return convert
 

@@ -44,6 +44,10 @@ FORM_TAGS = {"hgx": "SXM", "sxm": "SXM", "pcie": "PCIe"}
 """Tag words that state the form factor; they go into `gpu_raw` for the catalog to read."""
 
 Column = Literal["model", "on_demand", "spot"]
+_PRICE_COLUMNS: tuple[tuple[Column, Pricing], ...] = (
+    ("on_demand", Pricing.ON_DEMAND),
+    ("spot", Pricing.SPOT),
+)
 _MEMORY = re.compile(r"^(\d+(?:\.\d+)?)\s*GB$", re.IGNORECASE)
 
 
@@ -140,8 +144,8 @@ def _offers_of(row: Tag, columns: list[Column | None]) -> list[dict[str, Any]]:
         "available": True,  # listed at a price (LISTED_ONLY), not stock
     }
     offers = []
-    for column, pricing in (("on_demand", Pricing.ON_DEMAND), ("spot", Pricing.SPOT)):
-        cell = by_column.get(column)  # type: ignore[call-overload]
+    for column, pricing in _PRICE_COLUMNS:
+        cell = by_column.get(column)
         price = usd_per_hour(cell.get_text(" ")) if cell is not None else None
         if price is not None:
             offers.append({**common, "pricing": pricing, "price_per_gpu_hour": price})

@@ -85,15 +85,17 @@ def _resources(body: dict[str, Any]) -> dict[Pricing, dict[str, float]]:
     for pricing, (_, block_name) in RATES.items():
         block = resources.get(block_name) if isinstance(resources, dict) else None
         values = {k: block.get(k) for k in RESOURCE_RATES} if isinstance(block, dict) else {}
-        if not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
-            for v in values.values()
-        ) or len(values) != len(RESOURCE_RATES):
+        numbers = {
+            k: float(v)
+            for k, v in values.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
+        }
+        if len(numbers) != len(RESOURCE_RATES):
             raise ProviderPayloadError(
                 f"{NAME}: resources.{block_name} does not give {', '.join(RESOURCE_RATES)} as "
                 f"numbers ({block!r}); every node's price needs them, update scrapers/daytona.py"
             )
-        rates[pricing] = {k: float(v) for k, v in values.items()}
+        rates[pricing] = numbers
     return rates
 
 

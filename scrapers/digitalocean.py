@@ -131,9 +131,9 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
         raw_of=lambda i: str(rows[i][3]),
         id_of=lambda i: slug(rows[i][1]),
     )
-    for i, (pricing, label, price, _) in enumerate(rows):
+    for i, (pricing, label, price_cell, _) in enumerate(rows):
         try:
-            batch.add(i, _offers_of(pricing, label, price))
+            batch.add(i, _offers_of(pricing, label, price_cell))
         except (TypeError, ValueError) as exc:
             batch.reject(i, reason_of(exc))
     result = batch.finish()

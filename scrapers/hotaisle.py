@@ -178,7 +178,7 @@ def _minimum_term(card: Tag) -> str | None:
 def _offers_of(card: Tag) -> list[dict[str, Any]]:
     price_tag = next(p for p in card.find_all("p") if _CARD_PRICE.match(visible_text(p.text)))
     price_text = visible_text(price_tag.get_text(" "))
-    price = usd_per_hour(_CARD_PRICE.match(price_text).group(0))  # type: ignore[union-attr]
+    price = usd_per_hour(_CARD_PRICE.match(price_text).group(0))  # type: ignore[union-attr]  # the card was picked for matching
     term = _minimum_term(card)
     if term is not None:
         raise ValueError(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from scrapers.models import FormFactor
 
@@ -19,6 +19,10 @@ __all__ = ["Machine", "machines_of"]
 
 Kind = Literal["gpu", "fraction", "accelerator"]
 KINDS: frozenset[str] = frozenset({"gpu", "fraction", "accelerator"})
+
+
+def _is_kind(value: str) -> TypeGuard[Kind]:
+    return value in KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,12 +67,12 @@ def machines_of(rows: Iterable[Mapping[str, str]], key: str) -> dict[str, Machin
     machines: dict[str, Machine] = {}
     for row in rows:
         name, kind = row[key], row["kind"]
-        if kind not in KINDS or not row["source"].strip():
+        if not _is_kind(kind) or not row["source"].strip():
             raise ValueError(f"machine table row {name!r}: kind must be one of {sorted(KINDS)} "
                              "and a source given")  # fmt: skip
         machines[name] = Machine(
             name=name,
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             gpu=row["gpu"],
             gpu_count=int(row["gpu_count"]),
             vram_gb=_number(row["vram_gb"]),

@@ -122,7 +122,7 @@ REJECT_SCHEMA = pa.schema(
     ]
 )
 
-Offer = namedtuple("Offer", OFFER_SCHEMA.names)  # type: ignore[misc]
+Offer = namedtuple("Offer", OFFER_SCHEMA.names)  # type: ignore[misc]  # namedtuple built from the schema names
 """One row of an offer table, read-only, for code that reads a few offers (tests, tools)."""
 
 
@@ -145,7 +145,7 @@ class ParseResult:
 
     @property
     def offer_count(self) -> int:
-        return self.table.num_rows
+        return int(self.table.num_rows)
 
     @property
     def offers(self) -> list[Offer]:

@@ -371,7 +371,7 @@ def _whole_gpu_offers(gpu_type: _GpuType) -> list[dict[str, Any]]:
 
 
 def _offers_of(gpu_type: _GpuType) -> list[dict[str, Any]]:
-    offers = []
+    offers: list[dict[str, Any]] = []
     for cloud in CLOUDS:
         prices = (
             (Pricing.ON_DEMAND, gpu_type.on_demand[cloud]),

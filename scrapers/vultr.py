@@ -233,7 +233,8 @@ def _offers_of(metal: bool, plan: Any) -> list[dict[str, Any]]:
     model, count, vram = gpus
     ram = number("ram", plan.get("ram"))
     disk = number("disk", plan.get("disk"))
-    disks = plan.get("disk_count") if metal and isinstance(plan.get("disk_count"), int) else 1
+    disk_count = plan.get("disk_count")
+    disks = disk_count if metal and isinstance(disk_count, int) else 1
     vcpus = plan.get("cpu_threads", plan.get("cpu_count")) if metal else plan.get("vcpu_count")
     common = {
         "gpu_raw": model,

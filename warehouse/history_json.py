@@ -122,4 +122,4 @@ def _read_days(
         f"{day_points_column(f.interval)} FROM history_days WHERE {' AND '.join(where)}",
         params,
     ).fetchall()
-    return {(tuple(row[:4]), row[4]): (row[5], row[6]) for row in rows}  # type: ignore[misc]
+    return {(tuple(row[:4]), row[4]): (row[5], row[6]) for row in rows}

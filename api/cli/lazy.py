@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 from importlib import import_module
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 from typer.main import get_command_from_info, get_group_from_info
 from typer.models import CommandInfo, TyperInfo
+
+if TYPE_CHECKING:  # typer vendors click as `typer._click`: TyperGroup's commands are its classes
+    from typer._click import Command, Context, HelpFormatter
 
 __all__ = ["LazyCommand", "LazyGroup"]
 
@@ -32,19 +34,19 @@ class LazyCommand:
     """The line `--help` lists it with (shown without importing `target`)."""
 
 
-class _Commands(MutableMapping[str, click.Command]):
+class _Commands(MutableMapping[str, "Command"]):
     """`TyperGroup.commands` that builds a lazy command the first time it is looked up."""
 
-    def __init__(self, group: LazyGroup, built: MutableMapping[str, click.Command]) -> None:
+    def __init__(self, group: LazyGroup, built: MutableMapping[str, Command]) -> None:
         self._group = group
         self._built = built
 
-    def __getitem__(self, name: str) -> click.Command:
+    def __getitem__(self, name: str) -> Command:
         if name not in self._built:
             self._built[name] = self._group.build(self._group.lazy[name])
         return self._built[name]
 
-    def __setitem__(self, name: str, command: click.Command) -> None:
+    def __setitem__(self, name: str, command: Command) -> None:
         self._built[name] = command
 
     def __delitem__(self, name: str) -> None:
@@ -68,10 +70,10 @@ class LazyGroup(TyperGroup):
         super().__init__(**attrs)
         self.commands = _Commands(self, self.commands)
 
-    def build(self, entry: LazyCommand) -> click.Command:
+    def build(self, entry: LazyCommand) -> Command:
         module, _, attribute = entry.target.partition(":")
         target = getattr(import_module(module), attribute)
-        command: click.Command
+        command: Command
         if isinstance(target, typer.Typer):
             command = get_group_from_info(
                 TyperInfo(target, name=entry.name),
@@ -88,10 +90,10 @@ class LazyGroup(TyperGroup):
         command.short_help = entry.short_help
         return command
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Context) -> list[str]:
         return list(self.commands)
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
         """The command list from the registered lines: nothing is imported to print it."""
         built = self.commands._built if isinstance(self.commands, _Commands) else self.commands
         rows = []

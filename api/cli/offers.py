@@ -11,7 +11,7 @@ import sys
 from dataclasses import asdict
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import orjson
 import typer
@@ -161,7 +161,9 @@ def offers_table(rows: list[dict[str, Any]], sort: str = "price_per_gpu_hour") -
         if header in _WRAPPED:  # words wrap; only a word longer than the column is cut
             table.add_column(header, overflow="fold", min_width=9)
         else:
-            justify = "right" if header.rstrip("▲▼") in _NUMERIC else "left"
+            justify: Literal["right", "left"] = (
+                "right" if header.rstrip("▲▼") in _NUMERIC else "left"
+            )
             table.add_column(header, no_wrap=True, justify=justify)
     for row in rows:
         gpu = row["gpu"] or f"{row['gpu_raw']} (?)"

@@ -90,7 +90,7 @@ def scope_options(
             return command(*args, scope=scope, **kwargs)
 
         signature = own.replace(parameters=[*kept, *added])
-        wrapper.__signature__ = signature  # type: ignore[attr-defined]
+        wrapper.__signature__ = signature  # type: ignore[attr-defined]  # inspect.signature reads it
         wrapper.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
         del wrapper.__wrapped__  # typer reads the signature above, not the command's own
         return wrapper

@@ -112,7 +112,7 @@ class _Guard:
                 # no longer counted from now: its `connection_lost` comes a loop turn later, and
                 # this connection's request must not meet the cap (a 503) in between
                 self.connections.discard(victim)
-        super().connection_made(transport)  # type: ignore[misc]
+        super().connection_made(transport)  # type: ignore[misc]  # uvicorn's protocol, next in the MRO
         self._start_head_timer()
 
     def _start_head_timer(self) -> None:
@@ -133,7 +133,7 @@ class _Guard:
             if not self._count_head(data):
                 self._refuse_head()
                 return
-        super().data_received(data)  # type: ignore[misc]
+        super().data_received(data)  # type: ignore[misc]  # uvicorn's protocol, next in the MRO
 
     def _count_head(self, data: bytes) -> bool:
         """Count `data` into the head being received; False once it is over the limit."""
@@ -162,7 +162,7 @@ class _Guard:
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
-        super().connection_lost(exc)  # type: ignore[misc]
+        super().connection_lost(exc)  # type: ignore[misc]  # uvicorn's protocol, next in the MRO
 
 
 def guarded_protocol(

@@ -46,7 +46,7 @@ AlertScope = front_end_model(OfferScope, ALERT_SCOPE, "AlertScope")
 """The offers an alert watches, as the API names them (`provider`, `country`, ...)."""
 
 
-class AlertIn(AlertScope):  # type: ignore[misc,valid-type]
+class AlertIn(AlertScope):  # type: ignore[misc,valid-type]  # a model built from the scope's fields
     """A webhook target and one condition; which fields apply depends on `kind`."""
 
     model_config = ConfigDict(allow_inf_nan=False)
@@ -112,7 +112,7 @@ class AlertIn(AlertScope):  # type: ignore[misc,valid-type]
     def spec(self) -> AlertSpec:
         condition = Condition(
             kind=self.kind,
-            scope=OfferScope.model_validate(self.model_dump(include=ALERT_SCOPE)),
+            scope=OfferScope.model_validate(self.model_dump(include=set(ALERT_SCOPE))),
             below_price_per_gpu_hour=self.below_price_per_gpu_hour,
             below_cost_usd=self.below_cost_usd,
             workload=self.workload,
@@ -131,7 +131,7 @@ class AlertStateOut(BaseModel):
     evaluated_at: datetime
 
 
-class AlertOut(AlertScope):  # type: ignore[misc,valid-type]
+class AlertOut(AlertScope):  # type: ignore[misc,valid-type]  # a model built from the scope's fields
     id: str
     url: str
     kind: AlertKind
@@ -218,7 +218,7 @@ def alert_out(status: AlertStatus) -> AlertOut:
         id=rule.rule_id,
         **_same(rule, _RULE_FIELDS),
         **_same(c, _CONDITION_FIELDS),
-        **c.scope.model_dump(include=ALERT_SCOPE),
+        **c.scope.model_dump(include=set(ALERT_SCOPE)),
         workload=dict(c.workload) if c.workload is not None else None,
         within_seconds=c.within.total_seconds() if c.within is not None else None,
         cooldown_seconds=rule.cooldown.total_seconds(),

@@ -92,7 +92,7 @@ QuoteScope = front_end_model(OfferScope, QUOTE_SCOPE, "QuoteScope")
 """The offers a quote ranks, as the API names them (`provider`, `country`, ...)."""
 
 
-class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]
+class WorkloadQuery(QuoteScope):  # type: ignore[misc,valid-type]  # a model built from the scope's fields
     """The workload and the offer filters; bounds here, the model's own checks in
     `pipeline.workload.model`."""
 

@@ -104,9 +104,14 @@ def _cheapest(rows: Sequence[Mapping[str, Any]]) -> Cheapest | None:
 
 
 def _change(
-    now: Cheapest | None, pricing: str, gpu: str | None, form: str | None, past: Mapping
+    now: Cheapest | None,
+    pricing: str,
+    gpu: str | None,
+    form: str | None,
+    past: Mapping[tuple[str, str | None, str], float],
 ) -> Change | None:
-    then = past.get((gpu, form, pricing)) if now is not None else None
+    # an uncatalogued GPU (no id) has no past prices: they are kept per catalog id
+    then = past.get((gpu, form, pricing)) if now is not None and gpu is not None else None
     if now is None or then is None or then <= 0:
         return None
     return Change(pricing, float(then), now.price_per_gpu_hour)

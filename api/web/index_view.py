@@ -82,8 +82,8 @@ def build_index_chart(index: Mapping[str, Any]) -> IndexChart | None:
         return None
     gpu, interval, step = series[0]["gpu"], index["interval"], BUCKET[index["interval"]]
     series = [s for s in series if s["gpu"] == gpu]  # a family: its first GPU with values
-    times = [p["t"] for s in series for p in s["points"]]
-    values = [p["value"] for s in series for p in s["points"]]
+    times: list[datetime] = [p["t"] for s in series for p in s["points"]]
+    values: list[float] = [p["value"] for s in series for p in s["points"]]
     t0, t1 = min(times), max(max(times), min(times) + step)
     low, high = min(values), max(values)
     y0, y1, y_step, y_values = price_axis(low, high)

@@ -77,7 +77,7 @@ class PageData:
     models: list[str]
     gpus: list[GpuRow] = field(default_factory=list)
     """The first view: one row per GPU with an available offer."""
-    offers: list[Mapping[str, Any]] = field(default_factory=list)
+    offers: Sequence[Mapping[str, Any]] = field(default_factory=list)
     offers_total: int = 0
     chart_gpu: str | None = None
     chart: Chart | None = None
@@ -268,7 +268,7 @@ def page_data(
         values = sort_values(answer, query.sort)
         page.offers = sorted_page(answer, values, descending, OFFERS_SHOWN).offers
         groups = cheapest_per(answer, (GPU_KEY,))
-    counts = Counter()
+    counts: Counter[str] = Counter()
     for row in groups:
         if row["gpu"]:
             counts[row["gpu"]] += row["offers"]
@@ -278,7 +278,7 @@ def page_data(
             warehouse,
             HistoryQuery(
                 gpu=page.chart_gpu,
-                interval=query.interval,  # type: ignore[arg-type]
+                interval=query.interval,
                 providers=(query.provider,) if query.provider else (),
                 pricing=query.pricing,
             ),

@@ -78,7 +78,7 @@ class Condition:
         """Stored flat: the kind, the scope's fields by their pipeline names, the thresholds."""
         data = {
             "kind": str(self.kind),
-            **self.scope.model_dump(mode="json", include=ALERT_SCOPE),
+            **self.scope.model_dump(mode="json", include=set(ALERT_SCOPE)),
             "below_price_per_gpu_hour": self.below_price_per_gpu_hour,
             "below_cost_usd": self.below_cost_usd,
             "workload": dict(self.workload) if self.workload is not None else None,

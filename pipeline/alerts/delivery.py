@@ -227,6 +227,7 @@ class WebhookSender:
             "host": target.host_header,
         }
         extensions = {"sni_hostname": target.url.host} if target.url.scheme == "https" else {}
+        error: str | None
         started = time.perf_counter()
         with httpx.Client(
             transport=self._transport or DeadlineTransport(timeout, self._stop),

@@ -68,7 +68,7 @@ def rule_summary(rule: AlertRule) -> dict[str, Any]:
     return {
         "id": rule.rule_id,
         "kind": str(c.kind),
-        **c.scope.model_dump(mode="json", include=ALERT_SCOPE),
+        **c.scope.model_dump(mode="json", include=set(ALERT_SCOPE)),
         "below_price_per_gpu_hour": c.below_price_per_gpu_hour,
         "below_cost_usd": c.below_cost_usd,
         "band": rule.band,

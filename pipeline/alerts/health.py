@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from pipeline.alerts.events import event_body, new_delivery
+from pipeline.alerts.events import EventType, event_body, new_delivery
 from pipeline.alerts.events import rule_summary as _rule_summary
 from pipeline.alerts.rules import AlertRule
 from pipeline.market.quality import provider_health
@@ -61,7 +61,7 @@ def evaluate_health(
     episodes, closed = _load(state)
     reopen_after = max(MIN_REOPEN_AFTER, rule.cooldown)
     closed = {p: at for p, at in closed.items() if now - at < reopen_after}
-    events: list[tuple[str, str]] = []
+    events: list[tuple[str, EventType]] = []
     for provider, run in sorted(runs.items()):
         health = run["health"]
         episode = episodes.get(provider)
@@ -86,8 +86,8 @@ def evaluate_health(
             "provider": provider,
             **{k: runs[provider][k] for k in _EVENT_FIELDS},
         }
-        body = event_body(event, now, data)  # type: ignore[arg-type]
-        deliveries.append(new_delivery(rule.rule_id, event, body, now))  # type: ignore[arg-type]
+        body = event_body(event, now, data)
+        deliveries.append(new_delivery(rule.rule_id, event, body, now))
     stored = {
         "open": dict(sorted(episodes.items())),
         "closed": {p: at.isoformat() for p, at in sorted(closed.items())},

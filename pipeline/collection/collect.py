@@ -140,7 +140,10 @@ def _collect_one(
     source = f"replay:{replay}" if replay is not None else provider.url
 
     def stored(
-        status: Literal["ok", "failed"], error: str | None, result=None, rates=None
+        status: Literal["ok", "failed"],
+        error: str | None,
+        result: ParseResult | None = None,
+        rates: pa.Table | None = None,
     ) -> RunReport:
         offer_count = result.offer_count if result else 0
         rejects = result.rejects if result else []

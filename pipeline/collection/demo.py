@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -129,6 +129,11 @@ def demo_settings(settings: Settings) -> Settings:
     )
 
 
+def _clock(at: datetime) -> datetime:
+    """The demo's run clock, stopped at `at` (the hour a past run pretends to be)."""
+    return at
+
+
 def fill_demo(
     warehouse: Warehouse,
     settings: Settings,
@@ -150,10 +155,10 @@ def fill_demo(
             list(bodies),
             warehouse,
             settings,
-            now=lambda at=at: at,
+            now=partial(_clock, at),
             observed_at=at,
             replays=bodies,
-            adjust=lambda name, result, hours=hours_ago: demo_prices(name, result, hours),
+            adjust=partial(demo_prices, hours_ago=hours_ago),
             adjust_rates=demo_rates,
         )
         reports.extend(collected.reports)

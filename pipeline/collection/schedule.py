@@ -59,7 +59,8 @@ FIRST_RETRY = timedelta(minutes=1)
 def retry_delay(failures: int, interval: timedelta) -> timedelta:
     """When a provider that failed `failures` times in a row is tried again: a minute after the
     first failure, then 2, 4, 8... minutes, never later than its own interval."""
-    return min(interval, FIRST_RETRY * 2 ** min(max(failures, 1) - 1, 30))
+    doublings = min(max(failures, 1) - 1, 30)
+    return min(interval, FIRST_RETRY * (1 << doublings))
 
 
 def collect_provider(

@@ -42,7 +42,7 @@ ExportFormat = Literal["csv", "parquet"]
 class HistoryQuery(OfferScope):
     """How prices moved: one GPU (id, family or spelling) over buckets, for offers in scope."""
 
-    gpu: str = Field(  # type: ignore[assignment]  # required here
+    gpu: str = Field(  # required here
         min_length=1,
         max_length=200,
         description="Canonical id (A100-80GB), family (A100) or any provider spelling",

@@ -62,7 +62,7 @@ NO_AVAILABLE_OFFER = "no available offer"
 class IndexQuery(OfferScope):
     """An index series: one GPU (id, family or spelling) and pricing, in 1 h or 1 d buckets."""
 
-    gpu: Name = Field(  # type: ignore[assignment]  # required here
+    gpu: Name = Field(  # required here
         description="Canonical id (H100-80GB), family (H100) or any provider spelling",
         examples=["H100-80GB"],
     )
@@ -74,7 +74,7 @@ class IndexQuery(OfferScope):
 class ExplainQuery(OfferScope):
     """One value of the index: the bucket holding `t`."""
 
-    gpu: Name = Field(description="One canonical GPU id or spelling")  # type: ignore[assignment]
+    gpu: Name = Field(description="One canonical GPU id or spelling")
     interval: IndexInterval = Field("1d", description="Bucket size: 1h or 1d (UTC)")
     t: UtcDateTime = Field(description="Any time inside the bucket (ISO 8601)")
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -31,11 +32,12 @@ def _column(table: pa.Table, name: str) -> pa.ChunkedArray | pa.Array:
     return table.column(name)
 
 
-def _codes(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+def _codes(column: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.int64]:
     """Each value as a number, equal values equal (NULL its own number)."""
     encoded = pc.dictionary_encode(column).combine_chunks()
     size = len(encoded.dictionary)
-    return pc.fill_null(encoded.indices, size).to_numpy().astype(np.int64)
+    codes = pc.fill_null(encoded.indices, size).to_numpy().astype(np.int64)
+    return cast("npt.NDArray[np.int64]", codes)
 
 
 def cheapest_per(

@@ -75,7 +75,7 @@ Prices = Annotated[tuple[float, ...], BeforeValidator(_prices)]
 class MarketQuery(OfferScope):
     """One GPU and pricing over the last `days` days."""
 
-    gpu: Name = Field(description="One canonical GPU id or spelling")  # type: ignore[assignment]
+    gpu: Name = Field(description="One canonical GPU id or spelling")
     days: int = Field(30, ge=1, le=MAX_DAYS, description="Days of history to weigh now against")
     below: Prices = Field(
         (),

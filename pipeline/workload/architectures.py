@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pipeline.errors import WorkloadError
 
@@ -160,10 +160,10 @@ class Architecture:
             q, kv = self.q_hidden, self.kv_hidden
             return (h + q, h + kv, h + kv, q + h)
         qk = self.heads * (m.qk_nope_head_dim + m.qk_rope_head_dim)
-        q = (h + m.q_lora_rank, m.q_lora_rank + qk) if m.q_lora_rank else (h + qk,)
+        q_widths = (h + m.q_lora_rank, m.q_lora_rank + qk) if m.q_lora_rank else (h + qk,)
         kv_a = h + m.kv_lora_rank + m.qk_rope_head_dim
         kv_b = m.kv_lora_rank + self.heads * (m.qk_nope_head_dim + m.v_head_dim)
-        return (*q, kv_a, kv_b, self.heads * m.v_head_dim + h)
+        return (*q_widths, kv_a, kv_b, self.heads * m.v_head_dim + h)
 
     @property
     def attention_params(self) -> float:
@@ -420,14 +420,15 @@ def catalog() -> tuple[KnownModel, ...]:
     for row in csv.DictReader(text.splitlines()):
         aliases = tuple(a for a in row["aliases"].split("|") if a)
         arch = from_config(_config_row(row), name=row["name"])
-        counts = row["published_active_counts"] or None
+        # models.csv's column holds an `ActiveCounts` value or nothing
+        counts = cast("ActiveCounts | None", row["published_active_counts"] or None)
         models.append(
             KnownModel(
                 arch=replace(arch, source=row["source"], aliases=aliases),
                 hub_id=next((a for a in aliases if "/" in a), None),
                 published_total_b=float(row["published_total_b"]),
                 published_active_b=_optional_float(row["published_active_b"]),
-                published_active_counts=counts,  # type: ignore[arg-type]
+                published_active_counts=counts,
                 vision_params_b=_optional_float(row["vision_params_b"]) or 0.0,
             )
         )

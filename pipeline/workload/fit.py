@@ -341,8 +341,8 @@ def min_gpus(w: Workload, gpu: GpuType, *, max_gpus: int = MAX_GPUS) -> Fit:
     problem = precision_problem(w, gpu)
     if problem and problem == software_problem(w, gpu):  # QLoRA without bitsandbytes: LoRA
         lora = _smallest_fit(replace(w, method="lora"), gpu, max_gpus)
-        helps = (f"method lora: {lora.n_gpus} × {gpu.id}",) if lora.n_gpus else ()
-        return replace(fit, n_gpus=None, reason=problem, suggestions=helps)
+        lora_help = (f"method lora: {lora.n_gpus} × {gpu.id}",) if lora.n_gpus else ()
+        return replace(fit, n_gpus=None, reason=problem, suggestions=lora_help)
     if problem:
         fp16 = (f"precision fp16: {fit.n_gpus} × {gpu.id}",) if fit.n_gpus else ()
         return replace(fit, n_gpus=None, reason=problem, suggestions=fp16)

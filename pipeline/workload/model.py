@@ -230,7 +230,8 @@ class Workload:
         elif config is not None:
             arch = from_config(config)
         else:
-            arch = fallback_architecture(float(params_b))  # type: ignore[arg-type]
+            assert params_b is not None  # exactly one of the three is given (checked above)
+            arch = fallback_architecture(float(params_b))
         if "tokens" in options and options["tokens"] is not None:
             options["tokens"] = parse_tokens(options["tokens"])
         return cls(arch=arch, method=method, **options)

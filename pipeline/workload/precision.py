@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from pipeline.workload.model import GpuType, Workload
+    from pipeline.workload.fit import GpuType
+    from pipeline.workload.model import Workload
 
 __all__ = ["fp16_note", "lacks_bf16", "peak_tflops", "runs_in_fp16"]
 

@@ -262,7 +262,8 @@ def check_hardware(
         reason = f"needs {memory.per_gpu_gib:.1f} GiB per GPU, {usable:.1f} GiB usable"
         reason += f"; fits on {fewest} × {kind.id}" if fewest else f"; {minimum.reason}"
     hours: HoursEstimate | None = None
-    timed, form_notes = kind, ()
+    timed = kind
+    form_notes: tuple[str, ...] = ()
     if not precision_problem(w, kind):
         hours, timed, form_notes = hours_on_variants(w, kinds, placed.memory)
     fp16 = fp16_note(kind) if runs_in_fp16(w, kind) else None

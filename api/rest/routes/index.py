@@ -29,7 +29,7 @@ ExplainParams = front_end_model(ExplainQuery, INDEX_SCOPE, "ExplainParams")
 MarketParams = front_end_model(MarketQuery, MARKET_SCOPE, "MarketParams")
 
 
-def index_query(params: Annotated[IndexParams, Query()]) -> IndexQuery:
+def index_query(params: Annotated[IndexParams, Query()]) -> IndexQuery:  # type: ignore[valid-type]  # a model built at import (front_end_model)
     return revalidated(IndexQuery, params)
 
 
@@ -47,7 +47,8 @@ def get_index(warehouse: WarehouseDep, clock: ClockDep, query: IndexQueryDep) ->
     "/index/explain", response_model=IndexExplainOut, summary="Where an index value came from"
 )
 def get_index_explain(
-    warehouse: WarehouseDep, params: Annotated[ExplainParams, Query()]
+    warehouse: WarehouseDep,
+    params: Annotated[ExplainParams, Query()],  # type: ignore[valid-type]  # a model built at import (front_end_model)
 ) -> IndexExplainOut:
     """Each provider's contribution to the bucket holding `t` (value, offer, snapshot) and each
     provider left out with its reason; the median of the contributions is the value."""
@@ -64,13 +65,15 @@ def get_index_explain(
 def export_index_file(
     fmt: ExportFormatParam, warehouse: WarehouseDep, clock: ClockDep, query: IndexQueryDep
 ) -> Response:
-    body = export_index(warehouse, query, clock(), fmt)  # type: ignore[arg-type]
+    body = export_index(warehouse, query, clock(), fmt)  # type: ignore[arg-type]  # the path's pattern admits csv and parquet only
     return file_response(body, "index", fmt)
 
 
 @router.get("/market", response_model=MarketOut, summary="Rent now or wait")
 def get_market(
-    warehouse: WarehouseDep, clock: ClockDep, params: Annotated[MarketParams, Query()]
+    warehouse: WarehouseDep,
+    clock: ClockDep,
+    params: Annotated[MarketParams, Query()],  # type: ignore[valid-type]  # a model built at import (front_end_model)
 ) -> MarketOut:
     """Where the latest hourly index sits against the daily index of the last `days` days:
     percentiles, availability, time below prices, volatility and the cheapest hour."""
