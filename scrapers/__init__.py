@@ -77,6 +77,7 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "daytona",
         "voltagepark",
         "jarvislabs",
+        "seeweb",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate

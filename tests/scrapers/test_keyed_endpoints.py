@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import httpx
+import orjson
 import pytest
 import respx
 from fastapi.testclient import TestClient
@@ -20,22 +21,56 @@ from api.cli.commands import app
 from pipeline.collection.collect import run_collection
 from pipeline.market.quality import provider_health
 from pipeline.settings import Settings
-from scrapers import MissingCredentialsError, ProviderHTTPError, ProviderPayloadError, jarvislabs
+from scrapers import (
+    MissingCredentialsError,
+    ProviderHTTPError,
+    ProviderPayloadError,
+    jarvislabs,
+    seeweb,
+)
 from scrapers.base import USER_AGENT, Credentials, credentials_from_env
 from tests.conftest import FIXTURES, LOOPBACK_URL, OBSERVED_AT, fixture_bytes
 
 runner = CliRunner()
 KEY = "sk-live-do-not-print-0123456789"
-RECORDED = {jarvislabs: "jarvislabs_server_meta.json"}
-HEADER = {jarvislabs: ("Authorization", f"Bearer {KEY}")}
+RECORDED = {jarvislabs: "jarvislabs_server_meta.json", seeweb: "seeweb_plans.json"}
+HEADER = {jarvislabs: ("Authorization", f"Bearer {KEY}"), seeweb: ("X-APITOKEN", KEY)}
 """The header each provider's documentation names for the key, with the value sent."""
-EMPTY = {jarvislabs: b'{"server_meta": [], "currency": "USD"}'}
-"""A well-formed answer listing nothing."""
+EMPTY = {jarvislabs: b'{"server_meta": [], "currency": "USD"}',
+         seeweb: b'{"status": "ok", "plans": []}'}  # fmt: skip
+"""A well-formed answer (of the module's `URL`) listing nothing."""
+ECB_RATES = FIXTURES / "ecb_eurofxref_daily.xml"
 MODULES = pytest.mark.parametrize("module", list(RECORDED), ids=[m.NAME for m in RECORDED])
 
 
-def route(respx_mock: respx.MockRouter, module):
-    return respx_mock.get(module.URL)
+def answers(module) -> dict[str, bytes]:
+    """The answers one live fetch reads, by URL, taken from the module's recording (Seeweb's
+    recording joins two answers, as its fetch does)."""
+    recorded = fixture_bytes(RECORDED[module])
+    if module is seeweb:
+        joined = orjson.loads(recorded)
+        return {seeweb.URL: orjson.dumps(joined["plans"]),
+                seeweb.AVAILABLES_URL: orjson.dumps(joined[seeweb.AVAILABLES_KEY])}  # fmt: skip
+    return {module.URL: recorded}
+
+
+def serve(respx_mock: respx.MockRouter, module, *main: httpx.Response, others: bool = True):
+    """The module's `URL` answering `main` in turn (its recorded answer when none) and, with
+    `others`, every other URL its fetch reads answering its recorded answer."""
+    recorded = answers(module)
+    for url, body in recorded.items():
+        if url != module.URL and others:
+            respx_mock.get(url).mock(return_value=httpx.Response(200, content=body))
+    route = respx_mock.get(module.URL)
+    if main:
+        return route.mock(side_effect=list(main))
+    return route.mock(return_value=httpx.Response(200, content=recorded[module.URL]))
+
+
+def is_the_recording(module, payload: bytes) -> bool:
+    recorded = module.parse(fixture_bytes(RECORDED[module]), OBSERVED_AT)
+    fetched = module.parse(payload, OBSERVED_AT)
+    return fetched.offers == recorded.offers and fetched.offer_count > 0
 
 
 @MODULES
@@ -51,16 +86,15 @@ def test_the_key_is_required_and_read_from_the_documented_variable(module):
 @MODULES
 @respx.mock(assert_all_mocked=True)
 def test_fetch_sends_the_key_in_the_documented_header_only(module, respx_mock, client_factory):
-    body = fixture_bytes(RECORDED[module])
-    called = route(respx_mock, module).mock(return_value=httpx.Response(200, content=body))
+    serve(respx_mock, module)
     with client_factory() as client:
-        assert module.fetch(client, Credentials(KEY)) == body
-    request = called.calls.last.request
+        assert is_the_recording(module, module.fetch(client, Credentials(KEY)))
     header, value = HEADER[module]
-    assert request.headers[header] == value
-    assert request.headers["User-Agent"] == USER_AGENT
-    assert KEY not in str(request.url)
-    assert [k for k, v in request.headers.items() if KEY in v] == [header.lower()]
+    for call in respx_mock.calls:
+        assert call.request.headers[header] == value
+        assert call.request.headers["User-Agent"] == USER_AGENT
+        assert KEY not in str(call.request.url)
+        assert [k for k, v in call.request.headers.items() if KEY in v] == [header.lower()]
 
 
 @MODULES
@@ -70,7 +104,7 @@ def test_a_refused_key_says_which_variable_to_check_without_the_key(
     module, status, respx_mock, client_factory
 ):
     refused = httpx.Response(status, json={"message": "Invalid token", "echo": KEY})
-    called = route(respx_mock, module).mock(return_value=refused)
+    called = serve(respx_mock, module, refused, others=False)
     with client_factory() as client, pytest.raises(ProviderHTTPError) as info:
         module.fetch(client, Credentials(KEY))
     assert f"HTTP {status}" in str(info.value) and module.ENV_KEY in str(info.value)
@@ -81,13 +115,11 @@ def test_a_refused_key_says_which_variable_to_check_without_the_key(
 @MODULES
 @respx.mock(assert_all_mocked=True)
 def test_429_waits_as_long_as_retry_after_says_then_succeeds(module, respx_mock, client_factory):
-    body = fixture_bytes(RECORDED[module])
-    route(respx_mock, module).mock(
-        side_effect=[httpx.Response(429, headers={"Retry-After": "7"}),
-                     httpx.Response(200, content=body)]
-    )  # fmt: skip
+    recorded = answers(module)[module.URL]
+    serve(respx_mock, module, httpx.Response(429, headers={"Retry-After": "7"}),
+          httpx.Response(200, content=recorded))  # fmt: skip
     with client_factory() as client:
-        assert module.fetch(client, Credentials(KEY)) == body
+        assert is_the_recording(module, module.fetch(client, Credentials(KEY)))
     assert client_factory.waits == [7.0]
 
 
@@ -96,12 +128,10 @@ def test_429_waits_as_long_as_retry_after_says_then_succeeds(module, respx_mock,
 def test_a_5xx_is_retried_and_one_that_persists_is_an_http_error(
     module, respx_mock, client_factory
 ):
-    body = fixture_bytes(RECORDED[module])
-    called = route(respx_mock, module).mock(
-        side_effect=[httpx.Response(503), httpx.Response(200, content=body)]
-    )
+    recorded = answers(module)[module.URL]
+    called = serve(respx_mock, module, httpx.Response(503), httpx.Response(200, content=recorded))
     with client_factory() as client:
-        assert module.fetch(client, Credentials(KEY)) == body
+        assert is_the_recording(module, module.fetch(client, Credentials(KEY)))
     assert called.call_count == 2
     called.mock(side_effect=None, return_value=httpx.Response(502))
     with client_factory() as client, pytest.raises(ProviderHTTPError, match="HTTP 502"):
@@ -111,7 +141,7 @@ def test_a_5xx_is_retried_and_one_that_persists_is_an_http_error(
 @MODULES
 @respx.mock(assert_all_mocked=True)
 def test_an_empty_200_is_a_payload_error_naming_the_provider(module, respx_mock, client_factory):
-    route(respx_mock, module).mock(return_value=httpx.Response(200, content=b""))
+    serve(respx_mock, module, httpx.Response(200, content=b""))
     with client_factory() as client:
         payload = module.fetch(client, Credentials(KEY))
     with pytest.raises(ProviderPayloadError, match=module.NAME):
@@ -124,9 +154,8 @@ def test_an_answer_listing_nothing_fails_the_run_and_keeps_the_last_snapshot(
     module, respx_mock, warehouse, client_factory
 ):
     env = {module.ENV_KEY: KEY}
-    called = route(respx_mock, module).mock(
-        return_value=httpx.Response(200, content=fixture_bytes(RECORDED[module]))
-    )
+    run_collection(["ecb"], warehouse, replays={"ecb": ECB_RATES})  # Seeweb quotes euros
+    called = serve(respx_mock, module)
     [good] = run_collection([module.NAME], warehouse, client_factory=client_factory, env=env)
     called.mock(return_value=httpx.Response(200, content=EMPTY[module]))
     [empty] = run_collection([module.NAME], warehouse, client_factory=client_factory, env=env)
@@ -161,7 +190,10 @@ def test_with_the_key_set_a_replayed_answer_lists_offers_with_their_availability
 ):
     monkeypatch.setenv(module.ENV_KEY, KEY)
     replay = f"{module.NAME}={FIXTURES / RECORDED[module]}"
-    collected = runner.invoke(app, ["collect", "--replay", replay, "--db", str(db_path)])
+    rates = f"ecb={ECB_RATES}"  # Seeweb quotes euros
+    collected = runner.invoke(
+        app, ["collect", "--replay", rates, "--replay", replay, "--db", str(db_path)]
+    )
     assert collected.exit_code == 0, collected.output
     assert KEY not in collected.output
     everything = offers_listed(module.NAME, db_path, "--include-unavailable")
@@ -204,8 +236,8 @@ def test_the_quality_command_shows_a_provider_without_its_key_as_not_configured(
 def test_the_key_is_never_in_providers_quality_or_metrics_and_no_key_reads_not_configured(
     module, respx_mock, warehouse, db_path
 ):
-    refused = httpx.Response(401, json={"message": "Invalid token", "token": KEY})
-    route(respx_mock, module).mock(return_value=refused)
+    serve(respx_mock, module, httpx.Response(401, json={"message": "Bad token", "token": KEY}),
+          others=False)  # fmt: skip
     [run] = run_collection([module.NAME], warehouse, env={module.ENV_KEY: KEY})
     assert run.status == "failed" and module.ENV_KEY in (run.error or "")
     settings = Settings(db=db_path, scheduler=False)
