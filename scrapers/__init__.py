@@ -78,6 +78,7 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "voltagepark",
         "jarvislabs",
         "seeweb",
+        "fluidstack",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate

@@ -25,6 +25,7 @@ from scrapers import (
     MissingCredentialsError,
     ProviderHTTPError,
     ProviderPayloadError,
+    fluidstack,
     jarvislabs,
     seeweb,
 )
@@ -33,11 +34,13 @@ from tests.conftest import FIXTURES, LOOPBACK_URL, OBSERVED_AT, fixture_bytes
 
 runner = CliRunner()
 KEY = "sk-live-do-not-print-0123456789"
-RECORDED = {jarvislabs: "jarvislabs_server_meta.json", seeweb: "seeweb_plans.json"}
-HEADER = {jarvislabs: ("Authorization", f"Bearer {KEY}"), seeweb: ("X-APITOKEN", KEY)}
+RECORDED = {jarvislabs: "jarvislabs_server_meta.json", seeweb: "seeweb_plans.json",
+            fluidstack: "fluidstack_configurations.json"}  # fmt: skip
+HEADER = {jarvislabs: ("Authorization", f"Bearer {KEY}"), seeweb: ("X-APITOKEN", KEY),
+          fluidstack: ("api-key", KEY)}  # fmt: skip
 """The header each provider's documentation names for the key, with the value sent."""
 EMPTY = {jarvislabs: b'{"server_meta": [], "currency": "USD"}',
-         seeweb: b'{"status": "ok", "plans": []}'}  # fmt: skip
+         seeweb: b'{"status": "ok", "plans": []}', fluidstack: b"[]"}  # fmt: skip
 """A well-formed answer (of the module's `URL`) listing nothing."""
 ECB_RATES = FIXTURES / "ecb_eurofxref_daily.xml"
 MODULES = pytest.mark.parametrize("module", list(RECORDED), ids=[m.NAME for m in RECORDED])
@@ -221,9 +224,12 @@ def test_without_the_key_the_provider_is_not_configured_never_degraded(module, d
 
 
 @MODULES
-def test_the_quality_command_shows_a_provider_without_its_key_as_not_configured(module, db_path):
+def test_the_quality_command_shows_a_provider_without_its_key_as_not_configured(
+    module, db_path, monkeypatch
+):
+    monkeypatch.delenv(module.ENV_KEY, raising=False)  # SEEWEB_TOKEN is not an *_API_KEY
     collected = runner.invoke(app, ["collect", "--provider", module.NAME, "--db", str(db_path)])
-    assert f"{module.ENV_KEY} is not set" in collected.output
+    assert collected.exit_code == 1, collected.output  # its run failed, before any request
     quality = runner.invoke(app, ["quality", "--provider", module.NAME, "--format", "json",
                                   "--db", str(db_path)])  # fmt: skip
     assert quality.exit_code == 0, quality.output
