@@ -79,6 +79,7 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "jarvislabs",
         "seeweb",
         "fluidstack",
+        "latitude",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate

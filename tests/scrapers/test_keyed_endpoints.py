@@ -27,6 +27,7 @@ from scrapers import (
     ProviderPayloadError,
     fluidstack,
     jarvislabs,
+    latitude,
     seeweb,
 )
 from scrapers.base import USER_AGENT, Credentials, credentials_from_env
@@ -34,13 +35,18 @@ from tests.conftest import FIXTURES, LOOPBACK_URL, OBSERVED_AT, fixture_bytes
 
 runner = CliRunner()
 KEY = "sk-live-do-not-print-0123456789"
-RECORDED = {jarvislabs: "jarvislabs_server_meta.json", seeweb: "seeweb_plans.json",
-            fluidstack: "fluidstack_configurations.json"}  # fmt: skip
+RECORDED = {
+    jarvislabs: "jarvislabs_server_meta.json",
+    seeweb: "seeweb_plans.json",
+    fluidstack: "fluidstack_configurations.json",
+    latitude: "latitude_plans.json",
+}
 HEADER = {jarvislabs: ("Authorization", f"Bearer {KEY}"), seeweb: ("X-APITOKEN", KEY),
-          fluidstack: ("api-key", KEY)}  # fmt: skip
+          fluidstack: ("api-key", KEY), latitude: ("Authorization", f"Bearer {KEY}")}  # fmt: skip
 """The header each provider's documentation names for the key, with the value sent."""
 EMPTY = {jarvislabs: b'{"server_meta": [], "currency": "USD"}',
-         seeweb: b'{"status": "ok", "plans": []}', fluidstack: b"[]"}  # fmt: skip
+         seeweb: b'{"status": "ok", "plans": []}', fluidstack: b"[]",
+         latitude: b'{"data": [], "meta": {}}'}  # fmt: skip
 """A well-formed answer (of the module's `URL`) listing nothing."""
 ECB_RATES = FIXTURES / "ecb_eurofxref_daily.xml"
 MODULES = pytest.mark.parametrize("module", list(RECORDED), ids=[m.NAME for m in RECORDED])
