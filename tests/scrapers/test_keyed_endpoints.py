@@ -20,6 +20,7 @@ from api.app import create_app
 from api.cli.commands import app
 from pipeline.collection.collect import run_collection
 from pipeline.market.quality import provider_health
+from pipeline.redaction import secret_values
 from pipeline.settings import Settings
 from scrapers import (
     MissingCredentialsError,
@@ -90,6 +91,12 @@ def test_the_key_is_required_and_read_from_the_documented_variable(module):
         credentials_from_env(module, {})
     with pytest.raises(MissingCredentialsError, match=f"{module.ENV_KEY} is not set"):
         module.fetch(httpx.Client(), None)
+
+
+@MODULES
+def test_the_key_is_masked_in_logs_and_may_come_from_the_settings_file(module):
+    assert secret_values(None, {module.ENV_KEY: KEY}) == {KEY}  # its variable's name is a secret's
+    assert Settings(api_keys={module.ENV_KEY: KEY}).provider_env({})[module.ENV_KEY] == KEY
 
 
 @MODULES

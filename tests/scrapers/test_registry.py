@@ -42,6 +42,10 @@ RECORDED = {
     "vultr": "vultr_plans.json",
     "daytona": "daytona_gpu_pricing.json",
     "voltagepark": "voltagepark_locations.json",
+    "jarvislabs": "jarvislabs_server_meta.json",
+    "seeweb": "seeweb_plans.json",
+    "fluidstack": "fluidstack_configurations.json",
+    "latitude": "latitude_plans.json",
 }
 
 
