@@ -82,6 +82,10 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "vultr",
         "daytona",
         "voltagepark",
+        "jarvislabs",
+        "seeweb",
+        "fluidstack",
+        "latitude",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate
