@@ -23,6 +23,7 @@ from pipeline.market.quality import provider_health
 from pipeline.redaction import secret_values
 from pipeline.settings import Settings
 from scrapers import (
+    PROVIDERS,
     MissingCredentialsError,
     ProviderHTTPError,
     ProviderPayloadError,
@@ -31,7 +32,8 @@ from scrapers import (
     latitude,
     seeweb,
 )
-from scrapers.base import USER_AGENT, Credentials, credentials_from_env
+from scrapers.base import USER_AGENT, Credentials
+from scrapers.registry import credentials_from_env
 from tests.conftest import FIXTURES, LOOPBACK_URL, OBSERVED_AT, fixture_bytes
 
 runner = CliRunner()
@@ -86,9 +88,10 @@ def is_the_recording(module, payload: bytes) -> bool:
 @MODULES
 def test_the_key_is_required_and_read_from_the_documented_variable(module):
     assert module.KEY_REQUIRED is True and module.ENV_KEY
-    assert credentials_from_env(module, {module.ENV_KEY: f" {KEY} "}) == Credentials(KEY)
+    provider = PROVIDERS[module.NAME]
+    assert credentials_from_env(provider, {module.ENV_KEY: f" {KEY} "}) == Credentials(KEY)
     with pytest.raises(MissingCredentialsError, match=f"{module.ENV_KEY} is not set"):
-        credentials_from_env(module, {})
+        credentials_from_env(provider, {})
     with pytest.raises(MissingCredentialsError, match=f"{module.ENV_KEY} is not set"):
         module.fetch(httpx.Client(), None)
 
