@@ -76,6 +76,7 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "vultr",
         "daytona",
         "voltagepark",
+        "mithril",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate
