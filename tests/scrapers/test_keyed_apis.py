@@ -14,7 +14,7 @@ import respx
 from typer.testing import CliRunner
 
 from api.cli.commands import app
-from scrapers import ProviderHTTPError, ProviderPayloadError, digitalocean
+from scrapers import ProviderHTTPError, ProviderPayloadError, digitalocean, hotaisle
 from scrapers.base import USER_AGENT, Credentials, credentials_from_env
 from tests.conftest import FIXTURES, OBSERVED_AT, fixture_bytes
 
@@ -40,6 +40,14 @@ KEYED = [
         f"Bearer {KEY}",
         {},
         {"gpu-h100x8-640gb@nyc1": True, "gpu-mi300x1-192gb": False},
+    ),
+    Keyed(
+        hotaisle,
+        hotaisle.API_URL.format(team="test-team"),
+        "hotaisle_available.json",
+        f"Token {KEY}",
+        {hotaisle.TEAM_ENV: "test-team"},
+        {"1x-mi300x-13c-240gb-12288gb@us-michigan-1": True},
     ),
 ]
 CASES = pytest.mark.parametrize("case", KEYED, ids=[c.module.NAME for c in KEYED])
