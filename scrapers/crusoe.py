@@ -46,7 +46,7 @@ import orjson
 from bs4 import BeautifulSoup, Tag
 
 from scrapers.base import Credentials, fetch_bytes, is_replay
-from scrapers.batch import OfferBatch, number, offers_of_records, whole
+from scrapers.batch import RECORD_ERRORS, OfferBatch, number, offers_of_records, whole
 from scrapers.errors import MissingCredentialsError, ProviderPayloadError
 from scrapers.models import ParseResult, Pricing, json_object_with_list, reason_of
 from scrapers.pagetext import complete_html, label_words, slug, usd_per_hour, visible_text
@@ -263,11 +263,16 @@ def _parse_keyed(payload: bytes, observed_at: datetime) -> ParseResult:
         prices.setdefault(key, []).append(offer)
     quantity: dict[str, dict[str, int]] = {}
     for row in capacities:
-        if not isinstance(row, dict):
-            raise ProviderPayloadError(f"{NAME}: a capacity is not an object: {row!r}")
-        at = quantity.setdefault(str(row.get("type")), {})
-        location = str(row.get("location"))
-        at[location] = max(at.get(location, 0), whole("quantity", row.get("quantity")))
+        try:
+            type_name, location, count = row["type"], row["location"], row["quantity"]
+            if not isinstance(type_name, str) or not isinstance(location, str) or not location:
+                raise TypeError("type and location must be names")
+            at = quantity.setdefault(type_name, {})
+            at[location] = max(at.get(location, 0), whole("quantity", count))
+        except RECORD_ERRORS as exc:
+            raise ProviderPayloadError(
+                f"{NAME}: a capacity row is broken ({reason_of(exc)}): {str(row)[:80]}"
+            ) from exc
     return offers_of_records(
         NAME,
         observed_at,
