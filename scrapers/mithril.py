@@ -32,9 +32,9 @@ import httpx
 import orjson
 
 from scrapers.base import Credentials, fetch_bytes, is_replay
-from scrapers.batch import RECORD_ERRORS, OfferBatch, decimal, whole
+from scrapers.batch import decimal, id_field, offers_of_records, whole
 from scrapers.errors import MissingCredentialsError, ProviderPayloadError
-from scrapers.models import FormFactor, ParseResult, Pricing, json_raw, reason_of
+from scrapers.models import FormFactor, ParseResult, Pricing
 
 NAME = "mithril"
 ENV_KEY = "MITHRIL_API_KEY"
@@ -105,25 +105,21 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
         raise ProviderPayloadError(
             f"{NAME}: instance_types and spot_availability must be lists, pricing an object"
         )
-    spot_by_type: dict[object, list[Any]] = {}
+    spot_by_type: dict[str, list[Any]] = {}
     for entry in spot:
-        spot_by_type.setdefault(entry.get("instance_type") if isinstance(entry, dict) else None,
-                                []).append(entry)  # fmt: skip
-    batch = OfferBatch(
+        type_fid = entry.get("instance_type") if isinstance(entry, dict) else None
+        if not isinstance(type_fid, str):
+            raise ProviderPayloadError(
+                f"{NAME}: a spot availability entry names no instance_type: {str(entry)[:80]}"
+            )
+        spot_by_type.setdefault(type_fid, []).append(entry)
+    return offers_of_records(
         NAME,
         observed_at,
-        raw_of=lambda i: json_raw(types[i]),
-        id_of=lambda i: types[i].get("fid") if isinstance(types[i], dict) else None,
+        types,
+        lambda t: _offers_of(t, pricing.get(t["fid"]), spot_by_type.get(t["fid"], [])),
+        id_of=id_field("fid"),
     )
-    for i, record in enumerate(types):
-        try:
-            if not isinstance(record, dict):
-                raise TypeError(f"instance type is not an object: {record!r}")
-            fid = record["fid"]
-            batch.add(i, _offers_of(record, pricing.get(fid), spot_by_type.get(fid, [])))
-        except RECORD_ERRORS as exc:
-            batch.reject(i, reason_of(exc))
-    return batch.finish()
 
 
 def _instance(record: dict[str, Any]) -> dict[str, Any]:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
-
 import httpx
 import orjson
 import pytest
 import respx
 from typer.testing import CliRunner
 
-from api.cli.commands import app
 from scrapers import (
     MissingCredentialsError,
     Pricing,
@@ -19,7 +16,8 @@ from scrapers import (
     crusoe,
 )
 from scrapers.base import Credentials
-from tests.conftest import FIXTURES, OBSERVED_AT, fixture_bytes
+from tests.conftest import OBSERVED_AT, fixture_bytes
+from tests.scrapers.test_keyed_apis import replayed_offers
 
 runner = CliRunner()
 
@@ -239,14 +237,9 @@ def test_with_the_keys_a_replayed_collection_lists_offers_with_availability(
     db_path, crusoe_env, monkeypatch
 ):
     monkeypatch.setenv(crusoe.ENV_KEY, SECRET)
-    replay = f"crusoe={FIXTURES / 'crusoe_keyed.json'}"
-    collected = runner.invoke(app, ["collect", "--replay", replay, "--db", str(db_path)])
-    assert collected.exit_code == 0, collected.output
-    assert SECRET not in collected.output
-    listed = runner.invoke(app, ["offers", "--provider", "crusoe", "--include-unavailable",
-                                 "--format", "json", "--db", str(db_path)])  # fmt: skip
-    assert listed.exit_code == 0, listed.output
-    offers = {o["offer_id"]: o for o in json.loads(listed.stdout)["offers"]}
+    offers = {
+        o["offer_id"]: o for o in replayed_offers("crusoe", "crusoe_keyed.json", db_path, SECRET)
+    }
     assert offers["h100-80gb-sxm-ib.8x@us-east1-a"]["available"] is True
     assert offers["h100-80gb-sxm-ib.8x@us-east1-a"]["country"] == "US"
     assert offers["h100-80gb-sxm-ib.8x@eu-iceland1-a"]["country"] == "IS"

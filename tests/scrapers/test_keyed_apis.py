@@ -53,6 +53,20 @@ KEYED = [
 CASES = pytest.mark.parametrize("case", KEYED, ids=[c.module.NAME for c in KEYED])
 
 
+def replayed_offers(name: str, fixture: str, db_path, secret: str) -> list[dict]:
+    """`gpuprices collect --replay NAME=FIXTURE`, then every offer `gpuprices offers --provider
+    NAME --include-unavailable` lists (JSON); the secret in the environment never printed."""
+    replay = f"{name}={FIXTURES / fixture}"
+    collected = runner.invoke(app, ["collect", "--replay", replay, "--db", str(db_path)])
+    assert collected.exit_code == 0, collected.output
+    assert secret not in collected.output
+    listed = runner.invoke(app, ["offers", "--provider", name, "--include-unavailable",
+                                 "--format", "json", "--db", str(db_path)])  # fmt: skip
+    assert listed.exit_code == 0, listed.output
+    assert secret not in listed.output
+    return json.loads(listed.stdout)["offers"]
+
+
 def offers_of(module: ModuleType, body: bytes) -> list[tuple]:
     return sorted((o.offer_id, o.pricing, o.price_per_hour, o.available)
                   for o in module.parse(body, OBSERVED_AT).offers)  # fmt: skip
@@ -152,13 +166,8 @@ def test_with_a_key_a_replayed_api_answer_lists_offers_with_live_availability(
     case, db_path, keyed_env
 ):
     keyed_env(case)
-    replay = f"{case.module.NAME}={FIXTURES / case.fixture}"
-    collected = runner.invoke(app, ["collect", "--replay", replay, "--db", str(db_path)])
-    assert collected.exit_code == 0, collected.output
-    assert KEY not in collected.output
-    listed = runner.invoke(app, ["offers", "--provider", case.module.NAME, "--include-unavailable",
-                                 "--format", "json", "--db", str(db_path)])  # fmt: skip
-    assert listed.exit_code == 0, listed.output
-    offers = {o["offer_id"]: o for o in json.loads(listed.stdout)["offers"]}
+    offers = {
+        o["offer_id"]: o for o in replayed_offers(case.module.NAME, case.fixture, db_path, KEY)
+    }
     assert {name: offers[name]["available"] for name in case.live} == case.live
     assert all(o["gpu"] for o in offers.values()), [o["gpu_raw"] for o in offers.values()]

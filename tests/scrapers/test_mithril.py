@@ -16,7 +16,8 @@ from api.cli.commands import app
 from pipeline.catalog import get_catalog
 from scrapers import MissingCredentialsError, ProviderHTTPError, ProviderPayloadError, mithril
 from scrapers.base import USER_AGENT, Credentials
-from tests.conftest import FIXTURES, OBSERVED_AT, fixture_bytes
+from tests.conftest import OBSERVED_AT, fixture_bytes
+from tests.scrapers.test_keyed_apis import replayed_offers
 
 runner = CliRunner()
 BODY = fixture_bytes("mithril_collection.json")
@@ -227,14 +228,8 @@ def test_an_empty_type_list_collects_no_offers(respx_mock, client_factory):
 
 def test_with_a_key_a_replayed_collection_lists_offers_with_availability(db_path, monkeypatch):
     monkeypatch.setenv("MITHRIL_API_KEY", KEY)
-    replay = f"mithril={FIXTURES / 'mithril_collection.json'}"
-    collected = runner.invoke(app, ["collect", "--replay", replay, "--db", str(db_path)])
-    assert collected.exit_code == 0, collected.output
-    assert KEY not in collected.output
-    listed = runner.invoke(app, ["offers", "--provider", "mithril", "--include-unavailable",
-                                 "--format", "json", "--db", str(db_path)])  # fmt: skip
-    assert listed.exit_code == 0, listed.output
-    found = {(o["offer_id"], o["pricing"]): o for o in json.loads(listed.stdout)["offers"]}
+    offers = replayed_offers("mithril", "mithril_collection.json", db_path, KEY)
+    found = {(o["offer_id"], o["pricing"]): o for o in offers}
     assert found[(H100, "on_demand")]["gpu"] == "H100-80GB"
     assert found[(H100, "on_demand")]["available"] is True
     assert found[(A100_1X, "on_demand")]["available"] is False
