@@ -14,7 +14,7 @@ def test_defaults_collect_every_provider_at_its_documented_interval():
         "ecb", "vastai", "runpod", "lambda", "coreweave", "scaleway", "ovhcloud", "verda",
         "hetzner", "aws", "azure", "gcp", "oci",
         "digitalocean", "nebius", "crusoe", "hotaisle", "hyperstack", "hyperbolic", "lium",
-        "cloudrift", "vultr", "daytona", "voltagepark",
+        "cloudrift", "vultr", "daytona", "voltagepark", "mithril",
     ]  # fmt: skip
     assert settings.interval("ecb") == timedelta(days=1)
     assert settings.interval("aws") == settings.interval("azure") == timedelta(hours=1)
@@ -26,6 +26,7 @@ def test_defaults_collect_every_provider_at_its_documented_interval():
     assert settings.interval("gcp") == timedelta(hours=12)
     assert settings.interval("oci") == timedelta(hours=24)
     assert settings.interval("nebius") == settings.interval("hotaisle") == timedelta(hours=6)
+    assert settings.interval("mithril") == timedelta(minutes=15)
     assert settings.stale_threshold("vastai") == timedelta(minutes=30)
     assert settings.retention == timedelta(days=90)
 
