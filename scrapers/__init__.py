@@ -86,6 +86,7 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "seeweb",
         "fluidstack",
         "latitude",
+        "mithril",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate

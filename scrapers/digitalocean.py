@@ -1,9 +1,19 @@
-"""DigitalOcean GPU Droplets: the public Droplet pricing docs page, read as HTML.
+"""DigitalOcean GPU Droplets: the sizes API with a token, else the public pricing docs page.
 
 Quirks (see docs/pages/providers.md and tests/fixtures/README.md):
-- The sizes API (`GET /v2/sizes`) needs a token; the docs page
-  (`GET https://docs.digitalocean.com/products/droplets/details/pricing/`) is keyless and lists
-  every self-service GPU plan (getcomputable/gpu-index reads the same page).
+- With `DIGITALOCEAN_TOKEN` set (DigitalOcean's own variable, as doctl and its Terraform
+  provider read it) `fetch` reads the sizes API (`GET https://api.digitalocean.com/v2/sizes
+  ?per_page=500`, `Authorization: Bearer`, every page by `links.pages.next`, joined into one
+  `{"sizes": [...]}` body); without it, the keyless docs page
+  (`GET https://docs.digitalocean.com/products/droplets/details/pricing/`, which
+  getcomputable/gpu-index reads too). `parse` takes either body: JSON with `sizes` is the API.
+- API: a GPU size has `gpu_info{count, vram{amount, unit: "gib"}, model: "nvidia_h100"}`
+  (`vram` is the Droplet's total: 640 GiB for 8 H100, so 80 per GPU); sizes without `gpu_info`
+  are CPU Droplets, no offers. `price_hourly` is USD per Droplet-hour, `memory` MB (read as MiB,
+  / 1024 = GB), `disk` GB. One on-demand offer per region of `regions` (where the size can be
+  created now: live availability, `available` false means none); a size whose `regions` list is
+  empty, or that is not `available`, is one offer without a region, not available. The API has
+  no spot prices.
 - Tables are found by the heading above them, read as words: `On-Demand GPU Droplet Pricing` →
   on-demand, `Spot GPU Droplet Pricing` → spot (interruptible, reclaimed with two hours' notice;
   the price may change daily). `Contract GPU Droplet Pricing` (`Per contract after contacting
@@ -20,7 +30,8 @@ Quirks (see docs/pages/providers.md and tests/fixtures/README.md):
   `BOARDS` names them in full. `NVIDIA H100` is the 80 GB part (`gpu-h100x1-80gb`).
 - No region is on the page: offers have none, and `data/digitalocean_regions.csv` places every
   one in DigitalOcean's GPU regions (US or Canada, so North America).
-- A published price list: `LISTED_ONLY`, `available=True` means "listed at a price" (no stock).
+- The page is a published price list: `LISTED_ONLY` (the keyless path), `available=True` means
+  "listed at a price" (no stock). API offers carry a region and live availability instead.
 """
 
 from __future__ import annotations
@@ -30,18 +41,24 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
+import orjson
 from bs4 import BeautifulSoup, Tag
 
-from scrapers.base import Credentials, fetch_bytes
-from scrapers.batch import OfferBatch
+from scrapers.base import Credentials, fetch_bytes, is_replay
+from scrapers.batch import OfferBatch, id_field, number, offers_of_records, whole
 from scrapers.errors import ProviderPayloadError
-from scrapers.models import ParseResult, Pricing, reason_of
+from scrapers.models import ParseResult, Pricing, json_object_with_list, reason_of
 from scrapers.pagetext import complete_html, label_words, slug, usd_per_hour, visible_text
 
 NAME = "digitalocean"
-ENV_KEY = None
-KEY_REQUIRED = False  # a public docs page
+ENV_KEY = "DIGITALOCEAN_TOKEN"  # DigitalOcean's own variable (doctl, Terraform)
+KEY_REQUIRED = False  # a public docs page; a token switches to the sizes API
 URL = "https://docs.digitalocean.com/products/droplets/details/pricing/"
+API_URL = "https://api.digitalocean.com/v2/sizes?per_page=500"
+HOSTS = ("docs.digitalocean.com", "api.digitalocean.com")
+MAX_PAGES = 20
+"""Pages of sizes read at most (one holds 500; DigitalOcean has ~150 sizes)."""
+MIB_PER_GB = 1024
 INTERVAL = timedelta(hours=6)  # a published price list; spot prices "may change daily"
 CURRENCY = "USD"
 LISTED_ONLY = True  # listed at a price, no stock on the page
@@ -60,6 +77,8 @@ _NODE = re.compile(r"^(?P<name>.+?)\s*\((?P<count>\d+)\s*x\)$", re.IGNORECASE)
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
+    if creds is not None:
+        return _sizes(client, creds)
     return fetch_bytes(
         client,
         "GET",
@@ -68,6 +87,30 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
         headers={"Accept": "text/html"},
         auth_hint="the public docs page refused the request (bot protection?); retry later",
     )
+
+
+def _sizes(client: httpx.Client, creds: Credentials) -> bytes:
+    """Every page of `/v2/sizes`, joined into one `{"sizes": [...]}` body."""
+    sizes: list[Any] = []
+    url: str | None = API_URL
+    for _ in range(MAX_PAGES):
+        if url is None:
+            return orjson.dumps({"sizes": sizes})
+        page = fetch_bytes(
+            client,
+            "GET",
+            url,
+            provider=NAME,
+            headers={"Accept": "application/json", "Authorization": f"Bearer {creds.api_key}"},
+            auth_hint=f"check {ENV_KEY} or unset it (the docs page needs no token)",
+        )
+        if is_replay(client):
+            return page  # one recorded answer: its next-page link ends the listing
+        body = json_object_with_list(page, "sizes", NAME, where="a sizes page")
+        sizes += body["sizes"]
+        pages = (body.get("links") or {}).get("pages") or {}
+        url = pages.get("next") if isinstance(pages, dict) else None
+    raise ProviderPayloadError(f"{NAME}: the sizes listing is longer than {MAX_PAGES} pages")
 
 
 def _pricing_of(heading: Tag) -> Pricing | None:
@@ -110,6 +153,8 @@ def _columns(table: Tag) -> tuple[int, int]:
 
 
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
+    if payload.lstrip()[:1] == b"{":
+        return _parse_sizes(payload, observed_at)
     complete_html(payload, NAME)
     soup = BeautifulSoup(payload, "html.parser")
     rows: list[tuple[Pricing, str, str, Tag]] = []
@@ -167,3 +212,43 @@ def _offers_of(pricing: Pricing, label: str, price_cell: str) -> list[dict[str, 
     # `(8x)`: the node's price; a plain row: one GPU's price.
     offer["price_per_hour" if node else "price_per_gpu_hour"] = usd
     return [offer]
+
+
+# the sizes API
+
+
+def _parse_sizes(payload: bytes, observed_at: datetime) -> ParseResult:
+    sizes = json_object_with_list(payload, "sizes", NAME)["sizes"]
+    return offers_of_records(NAME, observed_at, sizes, _size_offers, id_of=id_field("slug"))
+
+
+def _size_offers(size: dict[str, Any]) -> list[dict[str, Any]]:
+    gpu = size.get("gpu_info")
+    if not gpu:
+        return []  # a CPU Droplet
+    count = whole("gpu_info.count", gpu["count"])
+    vram = gpu.get("vram") or {}
+    if vram and str(vram.get("unit", "")).lower() not in ("gib", "gb"):
+        raise ValueError(f"gpu_info.vram unit {vram.get('unit')!r} is not gib")
+    total_vram = number("gpu_info.vram.amount", vram.get("amount"))
+    memory_mb = number("memory", size.get("memory"))
+    common: dict[str, Any] = {
+        "gpu_raw": str(gpu["model"]).replace("_", " "),
+        "gpu_count": count,
+        "vram_gb": None if total_vram is None or count <= 0 else total_vram / count,
+        "pricing": Pricing.ON_DEMAND,
+        "price_per_hour": size["price_hourly"],
+        "vcpus": size.get("vcpus"),
+        "ram_gb": None if memory_mb is None else memory_mb / MIB_PER_GB,
+        "disk_gb": size.get("disk"),
+    }
+    slug_ = size["slug"]
+    regions = size["regions"]
+    if not isinstance(regions, list):
+        raise TypeError(f"regions is not a list: {regions!r}")
+    if size.get("available") is False or not regions:
+        return [{**common, "offer_id": slug_, "region": None, "available": False}]
+    return [
+        {**common, "offer_id": f"{slug_}@{region}", "region": region, "available": True}
+        for region in regions
+    ]

@@ -1,7 +1,18 @@
-"""Hot Aisle: the public pricing page (`GET https://hotaisle.xyz/pricing`), read as HTML.
+"""Hot Aisle: the available-VM API with a team token, else the public pricing page.
 
 Quirks (see docs/pages/providers.md and tests/fixtures/README.md):
-- Hot Aisle's API needs a team token; the Astro page is server-rendered and keyless. AMD only.
+- With `HOTAISLE_API_KEY` and `HOTAISLE_TEAM_HANDLE` set (the names gpuhunt reads) `fetch` reads
+  `GET https://admin.hotaisle.app/api/teams/{team}/virtual_machines/available/` with
+  `Authorization: Token <key>`; without the key, the keyless pricing page (Astro,
+  server-rendered). A key without a team handle is a configuration error naming the variable.
+  `parse` takes either body: a JSON list (or `null`) is the API. AMD only.
+- API: a list of the VMs that can be created now (live availability: every one is available),
+  `null` when none is (gpuhunt's test): no offers, so the run keeps the last good snapshot.
+  `OnDemandPrice` is US cents per VM-hour; `Specs`: `gpus[{count, model}]`, `cpu_cores`
+  (cores, not vCPUs: not published), `ram_capacity`/`disk_capacity` bytes (/ 2^30 = GB, as
+  gpuhunt reads them). One on-demand offer per VM shape (GPU count and model, cores, RAM, disk),
+  in us-michigan-1; the same shape listed twice at one price is one offer (another price: a
+  reject). No VRAM in the answer: the catalog's (MI300X 192 GB).
 - Each plan is a card: a kind label (`VM`, `Bare metal`), a name heading (`Small`), the GPU
   counts and model (`1x MI300x`, `2x & 4x MI300x`, `8x MI300x`), a price (`$2.99/GPU/hr`: USD
   per GPU-hour) and a list of specs. A card is the nearest block around a price that holds
@@ -15,35 +26,45 @@ Quirks (see docs/pages/providers.md and tests/fixtures/README.md):
   GPUs: 192 GB per GPU), `RAM` the system memory, `NVMe`/`Storage` the disk (decimal TB). `A or
   B` pairs follow the counts in order; an alternative that matches no count (`8 or 13 CPU Cores`
   for the 1-GPU VM) is not read. CPU cores are not vCPUs and are not published.
-- One location (us-michigan-1, `data/hotaisle_regions.csv`: US). `LISTED_ONLY`: listed at a
-  price, not stock.
+- One location (us-michigan-1, `data/hotaisle_regions.csv`: US). The page is a price list:
+  `LISTED_ONLY` (the keyless path), listed at a price, not stock.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
+import orjson
 from bs4 import BeautifulSoup, Tag
 
 from scrapers.base import Credentials, fetch_bytes
-from scrapers.batch import OfferBatch
-from scrapers.errors import ProviderPayloadError
+from scrapers.batch import OfferBatch, decimal, offers_of_records, whole
+from scrapers.errors import MissingCredentialsError, ProviderPayloadError
 from scrapers.models import ParseResult, Pricing, reason_of
 from scrapers.pagetext import complete_html, label_words, slug, usd_per_hour, visible_text
 
 NAME = "hotaisle"
-ENV_KEY = None
-KEY_REQUIRED = False  # a public web page
+ENV_KEY = "HOTAISLE_API_KEY"
+KEY_REQUIRED = False  # a public web page; a team token switches to the API
+TEAM_ENV = "HOTAISLE_TEAM_HANDLE"
+"""The team the token belongs to: the API's path names it (not a secret)."""
 URL = "https://hotaisle.xyz/pricing"
+API_URL = "https://admin.hotaisle.app/api/teams/{team}/virtual_machines/available/"
+HOSTS = ("hotaisle.xyz", "admin.hotaisle.app")
+LOCATION = "us-michigan-1"
+CENTS_PER_DOLLAR = 100
+BYTES_PER_GB = 2**30
 INTERVAL = timedelta(hours=6)  # a published price list: no stock, prices change rarely
 CURRENCY = "USD"
 LISTED_ONLY = True  # listed at a price, no stock on the page
 IN_PRICE_INDEX = False  # list prices, kept out of the price index v1 like every listed-only source
 GB_PER_TB = 1000
 
+_TEAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 _CARD_PRICE = re.compile(r"^\$\s*\d[\d,]*(?:\.\d+)?\s*/\s*GPU\s*/\s*h(?:ou)?r", re.IGNORECASE)
 _COUNT = re.compile(r"(?<!\w)(\d+)\s*x\b", re.IGNORECASE)
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(TB|GB)\b", re.IGNORECASE)
@@ -57,6 +78,18 @@ _MINIMUM = re.compile(
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
+    if creds is not None:
+        answer = fetch_bytes(
+            client,
+            "GET",
+            API_URL.format(team=_team()),
+            provider=NAME,
+            headers={"Accept": "application/json", "Authorization": f"Token {creds.api_key}"},
+            auth_hint=f"check {ENV_KEY} and {TEAM_ENV}, or unset the key (the page needs none)",
+        )
+        if not answer.strip():
+            raise ProviderPayloadError(f"{NAME}: the available-VM answer is empty (not even null)")
+        return answer
     return fetch_bytes(
         client,
         "GET",
@@ -65,6 +98,19 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
         headers={"Accept": "text/html"},
         auth_hint="the public pricing page refused the request (bot protection?); retry later",
     )
+
+
+def _team() -> str:
+    """The team handle of `TEAM_ENV`; a configuration error when missing or not a handle."""
+    team = os.environ.get(TEAM_ENV, "").strip()
+    if not team:
+        raise MissingCredentialsError(
+            f"{TEAM_ENV} is not set: export it with {ENV_KEY} (the API path names the team), "
+            f"or unset {ENV_KEY} to read the pricing page"
+        )
+    if not _TEAM.match(team):
+        raise MissingCredentialsError(f"{TEAM_ENV} is not a team handle (letters, digits, -_.)")
+    return team
 
 
 def _card_of(price: Tag) -> Tag | None:
@@ -93,6 +139,8 @@ def _cards(soup: BeautifulSoup) -> list[Tag]:
 
 
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
+    if payload.lstrip()[:1] == b"[" or payload.strip() == b"null":
+        return _parse_available(payload, observed_at)
     complete_html(payload, NAME)
     cards = _cards(BeautifulSoup(payload, "html.parser"))
     if not cards:
@@ -206,3 +254,68 @@ def _offers_of(card: Tag) -> list[dict[str, Any]]:
             "tier": visible_text(_kind(card)).lower() or None,
         })  # fmt: skip
     return offers
+
+
+# the API: available VMs
+
+
+def _parse_available(payload: bytes, observed_at: datetime) -> ParseResult:
+    try:
+        vms = orjson.loads(payload)
+    except orjson.JSONDecodeError as exc:
+        raise ProviderPayloadError(f"{NAME}: the available-VM answer is not JSON ({exc})") from exc
+    if vms is None:
+        vms = []  # no VM can be created now
+    if not isinstance(vms, list):
+        raise ProviderPayloadError(f"{NAME}: the available-VM answer is not a list")
+    seen: set[tuple[str, float]] = set()
+
+    def offers_of(vm: dict[str, Any]) -> list[dict[str, Any]]:
+        offer = _vm_offer(vm)
+        key = (offer["offer_id"], offer["price_per_hour"])
+        if key in seen:
+            return []  # the same shape at the same price: one offer
+        seen.add(key)
+        return [offer]
+
+    return offers_of_records(NAME, observed_at, vms, offers_of, id_of=_vm_id)
+
+
+def _vm_shape(vm: dict[str, Any]) -> tuple[int, str, int, float | None, float | None]:
+    specs = vm["Specs"]
+    gpus = specs["gpus"]
+    if not isinstance(gpus, list) or len(gpus) != 1:
+        raise ValueError(f"Specs.gpus must name one GPU model, got {gpus!r}")
+    model = gpus[0]["model"]
+    if not isinstance(model, str) or not model.strip():
+        raise ValueError(f"Specs.gpus[0].model must name a GPU, got {model!r}")
+    cores = whole("Specs.cpu_cores", specs["cpu_cores"])
+    ram, disk = (specs.get(name) for name in ("ram_capacity", "disk_capacity"))
+    return (
+        whole("Specs.gpus[0].count", gpus[0]["count"]),
+        model.strip(),
+        cores,
+        None if ram is None else whole("Specs.ram_capacity", ram) / BYTES_PER_GB,
+        None if disk is None else whole("Specs.disk_capacity", disk) / BYTES_PER_GB,
+    )
+
+
+def _vm_id(vm: Any) -> str:
+    count, model, cores, ram, disk = _vm_shape(vm)
+    return slug(f"{count}x", model, f"{cores}c", f"{ram or 0:g}gb", f"{disk or 0:g}gb")
+
+
+def _vm_offer(vm: dict[str, Any]) -> dict[str, Any]:
+    count, model, _, ram, disk = _vm_shape(vm)
+    return {
+        "offer_id": f"{_vm_id(vm)}@{LOCATION}",
+        "gpu_raw": model,
+        "gpu_count": count,
+        "pricing": Pricing.ON_DEMAND,
+        "price_per_hour": decimal("OnDemandPrice", vm["OnDemandPrice"]) / CENTS_PER_DOLLAR,
+        "region": LOCATION,
+        "available": True,  # listed among the VMs that can be created now
+        "ram_gb": ram,
+        "disk_gb": disk,
+        "tier": "vm",
+    }

@@ -4,6 +4,8 @@ fails when the README's or docker-compose.yml's copy is stale)."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import asdict
 from enum import StrEnum
 from typing import Annotated, Any
@@ -63,14 +65,15 @@ def providers(
         ),
     ] = ProvidersFormat.TABLE,
 ) -> None:
-    """Every registered provider: endpoint, key variable, default interval, currency, regions
-    placed, listed only; from the provider modules themselves."""
+    """Every registered provider: endpoint, key variable (`not configured` when a required key is
+    not set), default interval, currency, regions placed, listed only; from the modules."""
     if fmt is ProvidersFormat.COMPOSE:
         typer.echo(lake_collectors_yaml(collector_shares()), nl=False)
         return
     facts = provider_facts()
     if fmt is ProvidersFormat.JSON:
-        print_json({"providers": [_as_json(f) for f in facts], "count": len(facts)})
+        found = [_as_json(f) | {"configured": _configured(f, os.environ)} for f in facts]
+        print_json({"providers": found, "count": len(facts)})
     elif fmt is ProvidersFormat.MARKDOWN:
         typer.echo(providers_markdown(facts), nl=False)
     else:
@@ -81,7 +84,7 @@ def providers(
             wide = column == "endpoint"  # takes the room the others leave
             table.add_column(header, overflow="fold", no_wrap=not wide, ratio=1 if wide else None)
         for row in facts:
-            table.add_row(*_cells(row, code="", key_sep="\n"))
+            table.add_row(*_cells(row, code="", key_sep="\n", env=os.environ))
         out.print(table)
 
 
@@ -111,11 +114,22 @@ def lake_collectors_yaml(shares: list[list[str]]) -> str:
     return "\n".join([*lines[:-1], COMPOSE_END]) + "\n"
 
 
-def _cells(row: ProviderFacts, *, code: str, key_sep: str = " ") -> list[str]:
+def _configured(row: ProviderFacts, env: Mapping[str, str]) -> bool:
+    """Whether a collection can run: no key needed, or the required key set (never shown)."""
+    return not row.key_required or bool(env.get(row.key_variable or "", "").strip())
+
+
+def _cells(
+    row: ProviderFacts, *, code: str, key_sep: str = " ", env: Mapping[str, str] | None = None
+) -> list[str]:
+    """One row; with `env` (the terminal table, not the README's) a required key that is not
+    set reads `not configured`."""
     if row.key_variable is None:
         key = "none"
     else:
         need = "required" if row.key_required else "optional"
+        if env is not None and not _configured(row, env):
+            need = "not configured"
         key = f"{code}{row.key_variable}{code}{key_sep}({need})"
     return [
         row.name if row.kind == "offers" else f"{row.name}{key_sep}(rates)",

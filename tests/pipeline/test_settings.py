@@ -24,6 +24,7 @@ def test_defaults_collect_every_provider_at_its_documented_interval():
     assert settings.interval("gcp") == timedelta(hours=12)
     assert settings.interval("oci") == timedelta(hours=24)
     assert settings.interval("nebius") == settings.interval("hotaisle") == timedelta(hours=6)
+    assert settings.interval("mithril") == timedelta(minutes=15)
     assert settings.stale_threshold("vastai") == timedelta(minutes=30)
     assert settings.retention == timedelta(days=90)
 

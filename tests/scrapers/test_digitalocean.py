@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import httpx
+import orjson
 import pytest
+import respx
 
 from scrapers import Pricing, ProviderPayloadError, digitalocean
+from scrapers.base import Credentials
 from tests.conftest import OBSERVED_AT, fixture_bytes
 
 BODY = fixture_bytes("digitalocean_pricing.html")
@@ -87,3 +91,82 @@ def test_headings_renamed_so_no_gpu_price_table_is_found_is_a_payload_error():
     body = BODY.replace(b"GPU Droplet Pricing", b"Droplet Rates")
     with pytest.raises(ProviderPayloadError, match="no rows under an on-demand or spot GPU"):
         digitalocean.parse(body, OBSERVED_AT)
+
+
+# the sizes API (with DIGITALOCEAN_TOKEN): gpuhunt's test answer plus two sizes built alike
+
+SIZES = fixture_bytes("digitalocean_sizes.json")
+
+
+def sizes_by_key():
+    result = digitalocean.parse(SIZES, OBSERVED_AT)
+    assert result.rejects == []
+    return {o.offer_id: o for o in result.offers}
+
+
+def test_the_sizes_api_gives_one_on_demand_offer_per_gpu_size_and_region_and_no_cpu_droplet():
+    offers = sizes_by_key()
+    assert sorted(offers) == ["gpu-h100x1-80gb@atl1", "gpu-h100x1-80gb@tor1",
+                              "gpu-h100x8-640gb@nyc1", "gpu-mi300x1-192gb",
+                              "gpu-mi300x8-1536gb@nyc1"]  # fmt: skip
+    assert {o.pricing for o in offers.values()} == {Pricing.ON_DEMAND}  # the API has no spot
+
+
+def test_price_hourly_is_per_droplet_and_vram_is_the_droplets_total():
+    h100 = sizes_by_key()["gpu-h100x8-640gb@nyc1"]
+    assert (h100.price_quoted_per, h100.price_per_hour, h100.gpu_count) == ("instance", 23.92, 8)
+    assert h100.price_per_gpu_hour == pytest.approx(2.99)
+    assert (h100.vram_gb, h100.vcpus, h100.ram_gb, h100.disk_gb) == (80.0, 160.0, 1920.0, 2046.0)
+    assert sizes_by_key()["gpu-mi300x8-1536gb@nyc1"].vram_gb == 192.0
+
+
+def test_a_listed_region_is_available_now_and_an_empty_region_list_is_not():
+    offers = sizes_by_key()
+    assert offers["gpu-h100x1-80gb@tor1"].available is True
+    unplaced = offers["gpu-mi300x1-192gb"]
+    assert (unplaced.region, unplaced.available) == (None, False)
+
+
+def test_a_size_marked_unavailable_is_one_unavailable_offer_whatever_its_regions():
+    data = orjson.loads(SIZES)
+    data["sizes"][1]["available"] = False
+    offers = {o.offer_id: o for o in digitalocean.parse(orjson.dumps(data), OBSERVED_AT).offers}
+    assert offers["gpu-h100x8-640gb"].available is False
+    assert "gpu-h100x8-640gb@nyc1" not in offers
+
+
+def test_a_vram_unit_other_than_gib_is_a_reject():
+    data = orjson.loads(SIZES)
+    data["sizes"][1]["gpu_info"]["vram"]["unit"] = "mib"
+    result = digitalocean.parse(orjson.dumps(data), OBSERVED_AT)
+    assert [(r.record_id, r.reason) for r in result.rejects] == [
+        ("gpu-h100x8-640gb", "gpu_info.vram unit 'mib' is not gib")
+    ]
+
+
+@pytest.mark.parametrize("body", [b'{"sizes": {}}', b'{"id": "unauthorized"}', b"{"])
+def test_a_json_body_without_a_sizes_list_is_a_payload_error(body):
+    with pytest.raises(ProviderPayloadError, match="digitalocean"):
+        digitalocean.parse(body, OBSERVED_AT)
+
+
+@respx.mock(assert_all_mocked=True)
+def test_the_sizes_api_is_read_page_by_page_following_links_pages_next(respx_mock, client_factory):
+    data = orjson.loads(SIZES)
+    second = "https://api.digitalocean.com/v2/sizes?page=2&per_page=500"
+    first_page = {"sizes": data["sizes"][:2], "links": {"pages": {"next": second}}}
+    respx_mock.get(second).mock(
+        return_value=httpx.Response(200, json={"sizes": data["sizes"][2:], "links": {}})
+    )
+    respx_mock.get(digitalocean.API_URL).mock(return_value=httpx.Response(200, json=first_page))
+    with client_factory() as client:
+        body = digitalocean.fetch(client, Credentials("token"))
+    assert orjson.loads(body) == {"sizes": data["sizes"]}
+
+
+@respx.mock(assert_all_mocked=True)
+def test_without_a_token_fetch_reads_the_docs_page_as_before(respx_mock, client_factory):
+    route = respx_mock.get(digitalocean.URL).mock(return_value=httpx.Response(200, content=BODY))
+    with client_factory() as client:
+        assert digitalocean.fetch(client, None) == BODY
+    assert "Authorization" not in route.calls.last.request.headers

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
-from scrapers import Pricing, ProviderPayloadError, hotaisle
+from scrapers import MissingCredentialsError, Pricing, ProviderPayloadError, hotaisle
+from scrapers.base import Credentials
 from tests.conftest import OBSERVED_AT, fixture_bytes
 
 BODY = fixture_bytes("hotaisle_pricing.html")
@@ -72,3 +74,63 @@ def test_a_page_whose_only_cards_have_minimum_terms_is_a_payload_error():
     )
     with pytest.raises(ProviderPayloadError, match="none an hourly offer"):
         hotaisle.parse(body, OBSERVED_AT)
+
+
+# the API (with HOTAISLE_API_KEY and HOTAISLE_TEAM_HANDLE): gpuhunt's test VM, a 2-GPU VM built
+# alike, and the first listed again
+
+AVAILABLE = fixture_bytes("hotaisle_available.json")
+
+
+def test_each_available_vm_shape_is_one_on_demand_offer_in_michigan_available_now():
+    result = hotaisle.parse(AVAILABLE, OBSERVED_AT)
+    assert result.rejects == []
+    offers = {o.offer_id: o for o in result.offers}
+    assert sorted(offers) == ["1x-mi300x-13c-240gb-12288gb@us-michigan-1",
+                              "2x-mi300x-26c-480gb-24576gb@us-michigan-1"]  # fmt: skip
+    one = offers["1x-mi300x-13c-240gb-12288gb@us-michigan-1"]
+    assert (one.gpu_raw, one.gpu_count, one.price_per_hour, one.price_quoted_per) == (
+        "MI300X", 1, 1.99, "instance"
+    )  # fmt: skip
+    assert (one.ram_gb, one.disk_gb, one.vcpus, one.region, one.available) == (
+        240.0, 12288.0, None, "us-michigan-1", True
+    )  # fmt: skip
+    two = offers["2x-mi300x-26c-480gb-24576gb@us-michigan-1"]
+    assert two.price_per_gpu_hour == pytest.approx(1.99)  # cents per VM, per GPU derived
+
+
+def test_null_means_no_vm_can_be_created_now_no_offers_and_no_error():
+    result = hotaisle.parse(b"null", OBSERVED_AT)
+    assert (result.offer_count, result.rejects) == (0, [])
+
+
+def test_the_same_shape_at_another_price_is_a_reject():
+    vms = orjson.loads(AVAILABLE)
+    vms[2]["OnDemandPrice"] = 249
+    result = hotaisle.parse(orjson.dumps(vms), OBSERVED_AT)
+    assert [r.reason for r in result.rejects] == [
+        "duplicate offer_id '1x-mi300x-13c-240gb-12288gb@us-michigan-1' (on_demand)"
+    ]
+
+
+def test_a_vm_with_two_gpu_models_or_none_is_a_reject():
+    vms = orjson.loads(AVAILABLE)
+    vms[1]["Specs"]["gpus"] = []
+    result = hotaisle.parse(orjson.dumps(vms), OBSERVED_AT)
+    assert len(result.rejects) == 1 and "must name one GPU model" in result.rejects[0].reason
+    assert result.offer_count == 1
+
+
+@pytest.mark.parametrize("body", [b"[", b'{"detail": "Not found"}'])
+def test_an_answer_that_is_not_a_list_of_vms_is_a_payload_error(body):
+    with pytest.raises(ProviderPayloadError, match="hotaisle"):
+        hotaisle.parse(body, OBSERVED_AT)
+
+
+@pytest.mark.parametrize("team", ["", "../admin", "a b"], ids=["unset", "a-path", "a-space"])
+def test_a_key_without_a_team_handle_is_a_configuration_error_naming_it(
+    team, monkeypatch, client_factory
+):
+    monkeypatch.setenv(hotaisle.TEAM_ENV, team)
+    with client_factory() as client, pytest.raises(MissingCredentialsError, match="TEAM_HANDLE"):
+        hotaisle.fetch(client, Credentials("key"))

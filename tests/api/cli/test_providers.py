@@ -95,3 +95,22 @@ def test_compose_prints_the_lake_collectors_the_ecb_and_euro_providers_on_the_fi
     assert abs(len(owned[0]) - len(owned[1])) <= 1
     standby = [s["environment"]["GPUPRICES_STANDBY_FOR"].split(",") for s in services.values()]
     assert standby == [owned[1], owned[0]]
+
+
+def test_a_required_key_that_is_not_set_reads_not_configured_and_never_its_value(monkeypatch):
+    monkeypatch.delenv("MITHRIL_API_KEY", raising=False)
+    table = runner.invoke(app, ["providers"], env={"COLUMNS": "200"})
+    mithril = next(
+        line for line in table.stdout.splitlines() if line.lstrip().startswith("mithril")
+    )
+    assert "not configured" in " ".join(table.stdout.split())
+    assert "MITHRIL_API_KEY" in mithril
+    by_name = {p["name"]: p for p in providers_json()}
+    assert by_name["mithril"]["configured"] is False
+    assert by_name["vastai"]["configured"] is True  # its key is optional
+
+    monkeypatch.setenv("MITHRIL_API_KEY", "fkey_secret_value")
+    table = runner.invoke(app, ["providers"], env={"COLUMNS": "200"})
+    assert "fkey_secret_value" not in table.stdout
+    assert {p["name"]: p for p in providers_json()}["mithril"]["configured"] is True
+    assert "fkey_secret_value" not in runner.invoke(app, ["providers", "--format", "json"]).stdout
