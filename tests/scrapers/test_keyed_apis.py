@@ -14,8 +14,15 @@ import respx
 from typer.testing import CliRunner
 
 from api.cli.commands import app
-from scrapers import ProviderHTTPError, ProviderPayloadError, digitalocean, hotaisle
-from scrapers.base import USER_AGENT, Credentials, credentials_from_env
+from scrapers import (
+    PROVIDERS,
+    ProviderHTTPError,
+    ProviderPayloadError,
+    credentials_from_env,
+    digitalocean,
+    hotaisle,
+)
+from scrapers.base import USER_AGENT, Credentials
 from tests.conftest import FIXTURES, OBSERVED_AT, fixture_bytes
 
 runner = CliRunner()
@@ -86,8 +93,8 @@ def keyed_env(monkeypatch):
 def test_the_key_is_optional_and_read_from_the_providers_own_variable(case):
     module = case.module
     assert module.KEY_REQUIRED is False
-    assert credentials_from_env(module, {}) is None  # no key: the page
-    assert credentials_from_env(module, {module.ENV_KEY: KEY}) == Credentials(KEY)
+    assert credentials_from_env(PROVIDERS[module.NAME], {}) is None  # no key: the page
+    assert credentials_from_env(PROVIDERS[module.NAME], {module.ENV_KEY: KEY}) == Credentials(KEY)
 
 
 @CASES
