@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
 from api.rest.deps import ClockDep, WarehouseDep
-from api.rest.parameters import revalidated
+from api.rest.parameters import query_model, revalidated
 from api.rest.routes.history import FILE_RESPONSES, ExportFormatParam, file_response
 from api.rest.schemas_index import IndexExplainOut, IndexOut, MarketOut
 from pipeline.market.index import (
@@ -20,13 +20,12 @@ from pipeline.market.index import (
     index_series,
 )
 from pipeline.market.outlook import MARKET_SCOPE, MarketQuery, market_outlook
-from pipeline.market.scope import front_end_model
 
 router = APIRouter(tags=["index"])
 
-IndexParams = front_end_model(IndexQuery, INDEX_SCOPE, "IndexParams")
-ExplainParams = front_end_model(ExplainQuery, INDEX_SCOPE, "ExplainParams")
-MarketParams = front_end_model(MarketQuery, MARKET_SCOPE, "MarketParams")
+IndexParams = query_model(IndexQuery, INDEX_SCOPE, "IndexParams")
+ExplainParams = query_model(ExplainQuery, INDEX_SCOPE, "ExplainParams")
+MarketParams = query_model(MarketQuery, MARKET_SCOPE, "MarketParams")
 
 
 def index_query(params: Annotated[IndexParams, Query()]) -> IndexQuery:
