@@ -98,7 +98,11 @@ def create_app(
         docs_url=None,  # served below from local files: the docs work offline
         redoc_url=None,
         # Off unless asked for: enabled or not, it looks up the global providers per request
-        telemetry=dict.fromkeys(("tracing", "metrics", "logs"), settings.opentelemetry),
+        telemetry={
+            "tracing": settings.opentelemetry,
+            "metrics": settings.opentelemetry,
+            "logs": settings.opentelemetry,
+        },
     )
     app.state.settings = settings
     app.state.model_hub = ModelHub.from_env(settings.model_configs_dir)

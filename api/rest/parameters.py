@@ -11,7 +11,8 @@ filter (`gpus=H100`) is never silently ignored.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import inspect
+from collections.abc import Callable, Collection, Mapping
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Query
@@ -36,8 +37,8 @@ __all__ = [
     "NoQuery",
     "QueryModel",
     "known_names_only",
-    "query_model",
     "revalidated",
+    "scope_query",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -95,16 +96,29 @@ NO_QUERY = Depends(_no_query)
 """`dependencies=[NO_QUERY]`: the route takes no query parameter and says so when given one."""
 
 
-def query_model(model: type[BaseModel], honoured: Collection[str], name: str) -> type[BaseModel]:
-    """`model` (an `OfferScope` subclass of the pipeline) as a route's query model: the scope
-    fields the route honours and the model's own, unknown names refused (`known_names_only`).
-    Read it with `Annotated[QueryModel, Query()]`; turn it into `model` with `revalidated`."""
-    return front_end_model(
+def scope_query(model: type[M], honoured: Collection[str], name: str) -> Callable[..., M]:
+    """A dependency that hands a route `model` (an `OfferScope` subclass of the pipeline) read
+    from the query string by a front end that applies only the `honoured` scope fields.
+
+    Its query model, `name`, is `model` without the other scope fields (`front_end_model`),
+    unknown names refused (`known_names_only`): FastAPI documents and validates it as the
+    dependency's one parameter, and the dependency turns it into `model` (`revalidated`).
+    """
+    params = front_end_model(
         model,
         honoured,
         name,
         validators={"known_names_only": model_validator(mode="wrap")(known_names_only)},
     )
+
+    def read(query: BaseModel) -> M:
+        return revalidated(model, query)
+
+    parameter = inspect.Parameter(
+        "query", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[params, Query()]
+    )  # FastAPI reads the signature: `params` is made here, no annotation can name it
+    read.__signature__ = inspect.Signature([parameter])  # type: ignore[attr-defined]
+    return read
 
 
 def revalidated(model: type[M], params: BaseModel) -> M:

@@ -89,7 +89,7 @@ def _gpu_shorthand(cls: type, data: Any) -> Any:
     if not 1 <= int(count) <= MAX_GPUS:
         raise ValueError(f"gpu={data['gpu']!r}: the count must be 1 to {MAX_GPUS}")
     given = data.get("gpu_count")
-    if str(given).strip().isdigit() and int(given) != int(count):
+    if str(given).strip().isdigit() and int(str(given)) != int(count):
         raise ValueError(f"gpu={data['gpu']!r} says {int(count)} GPUs but gpu_count says {given}")
     return {**data, "gpu": name.strip(), "gpu_count": int(count)}
 
@@ -104,11 +104,10 @@ def _gpu_shorthand_checked(cls: type, data: Any) -> Any:
 @dataclass(frozen=True, slots=True)
 class _Resolver:
     """How a filter that needs a lookup is resolved (the value `OfferFilters` takes, from the
-    given one and the catalog), and its scope field's default and extra settings (its type is
-    the field's annotation in `OfferScope`)."""
+    given one and the catalog), and its scope field's extra settings (its type and default are
+    the field's declaration in `OfferScope`)."""
 
     resolve: Callable[[Any, Catalog], Any]
-    default: Any = None
     settings: dict[str, Any] = dataclass_field(default_factory=dict)
 
 
@@ -127,12 +126,12 @@ _RESOLVERS: dict[str, _Resolver] = {
         lambda name, cat: cat.ids_for_query(name) if name else None,
         settings={"examples": ["A100-80GB"]},
     ),
-    "providers": _Resolver(_providers, (), {"max_length": MAX_NAMES}),
+    "providers": _Resolver(_providers, {"max_length": MAX_NAMES}),
     "pricing": _Resolver(_text),
     "form_factor": _Resolver(_text),
     "vendor": _Resolver(_text),
     "countries": _Resolver(
-        lambda codes, _cat: get_locator().check_countries(codes), (), {"max_length": MAX_NAMES}
+        lambda codes, _cat: get_locator().check_countries(codes), {"max_length": MAX_NAMES}
     ),
     "continent": _Resolver(lambda name, _cat: get_locator().check_continent(name)),
     "jurisdiction": _Resolver(lambda value, _cat: value),
@@ -143,18 +142,24 @@ _FILTER_BY_FIELD = {f.field: f for f in FILTERS}
 
 
 def _field_kwargs(name: str) -> dict[str, Any]:
-    """`Field(...)` arguments of the scope field `name`, from its `FILTERS` row: its default,
-    description, alias and bounds (or its resolver's settings), declared once there."""
+    """`Field(...)` arguments of the scope field `name` from its `FILTERS` row: its description,
+    alias and bounds (or its resolver's settings), declared once there. The default stays beside
+    the field's type in `OfferScope`, where a type checker reads both."""
     f = _FILTER_BY_FIELD[name]
-    kwargs: dict[str, Any] = {"default": f.default, "description": f.description}
+    kwargs: dict[str, Any] = {"description": f.description}
     if f.alias:
         kwargs["alias"] = f.alias
     if f.resolved:
-        resolver = _RESOLVERS[f.name]
-        return {**kwargs, "default": resolver.default, **resolver.settings}
+        return {**kwargs, **_RESOLVERS[f.name].settings}
     if f.ge is not None or f.le is not None:
         kwargs |= {"ge": f.ge, "le": f.le}
     return kwargs
+
+
+def _declared(name: str) -> FieldInfo:
+    """The field information of the scope field `name`, from its `FILTERS` row."""
+    declared: FieldInfo = Field(**_field_kwargs(name))
+    return declared
 
 
 Names = Annotated[tuple[str, ...], BeforeValidator(split_names)]
@@ -166,7 +171,7 @@ Jurisdiction = Annotated[Literal["eea", "eu"] | None, BeforeValidator(_lower_val
 
 class OfferScope(BaseModel):
     """Which offers: one field per declared filter (`warehouse.filters.FILTERS`, which gives
-    each its default, description, alias and bounds). Field names are the pipeline's; aliases
+    each its description, alias and bounds). Field names are the pipeline's; aliases
     are the API's and the CLI's. A new filter is a row there and a typed field here (a test
     checks that both list the same names)."""
 
@@ -174,28 +179,28 @@ class OfferScope(BaseModel):
         extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False
     )
 
-    gpu: Name | None = Field(**_field_kwargs("gpu"))
-    providers: Names = Field(**_field_kwargs("providers"))
-    pricing: Pricing | None = Field(**_field_kwargs("pricing"))
-    region: Name | None = Field(**_field_kwargs("region"))
-    form_factor: FormFactor | None = Field(**_field_kwargs("form_factor"))
-    vendor: Vendors = Field(**_field_kwargs("vendor"))
-    countries: Names = Field(**_field_kwargs("countries"))
-    continent: Name | None = Field(**_field_kwargs("continent"))
-    jurisdiction: Jurisdiction = Field(**_field_kwargs("jurisdiction"))
-    max_price_per_gpu_hour: float | None = Field(**_field_kwargs("max_price_per_gpu_hour"))
-    max_price_per_hour: float | None = Field(**_field_kwargs("max_price_per_hour"))
-    gpu_count: int | None = Field(**_field_kwargs("gpu_count"))
-    min_gpu_count: int | None = Field(**_field_kwargs("min_gpu_count"))
-    min_vram_gb: float | None = Field(**_field_kwargs("min_vram_gb"))
-    min_total_vram_gb: float | None = Field(**_field_kwargs("min_total_vram_gb"))
-    min_reliability: float | None = Field(**_field_kwargs("min_reliability"))
-    verified: bool = Field(**_field_kwargs("verified"))
-    nvlink: bool = Field(**_field_kwargs("nvlink"))
-    min_vcpus: float | None = Field(**_field_kwargs("min_vcpus"))
-    min_ram_gb: float | None = Field(**_field_kwargs("min_ram_gb"))
-    min_disk_gb: float | None = Field(**_field_kwargs("min_disk_gb"))
-    include_unavailable: bool = Field(**_field_kwargs("include_unavailable"))
+    gpu: Annotated[Name | None, _declared("gpu")] = None
+    providers: Annotated[Names, _declared("providers")] = ()
+    pricing: Annotated[Pricing | None, _declared("pricing")] = None
+    region: Annotated[Name | None, _declared("region")] = None
+    form_factor: Annotated[FormFactor | None, _declared("form_factor")] = None
+    vendor: Annotated[Vendors, _declared("vendor")] = None
+    countries: Annotated[Names, _declared("countries")] = ()
+    continent: Annotated[Name | None, _declared("continent")] = None
+    jurisdiction: Annotated[Jurisdiction, _declared("jurisdiction")] = None
+    max_price_per_gpu_hour: Annotated[float | None, _declared("max_price_per_gpu_hour")] = None
+    max_price_per_hour: Annotated[float | None, _declared("max_price_per_hour")] = None
+    gpu_count: Annotated[int | None, _declared("gpu_count")] = None
+    min_gpu_count: Annotated[int | None, _declared("min_gpu_count")] = None
+    min_vram_gb: Annotated[float | None, _declared("min_vram_gb")] = None
+    min_total_vram_gb: Annotated[float | None, _declared("min_total_vram_gb")] = None
+    min_reliability: Annotated[float | None, _declared("min_reliability")] = None
+    verified: Annotated[bool, _declared("verified")] = False
+    nvlink: Annotated[bool, _declared("nvlink")] = False
+    min_vcpus: Annotated[float | None, _declared("min_vcpus")] = None
+    min_ram_gb: Annotated[float | None, _declared("min_ram_gb")] = None
+    min_disk_gb: Annotated[float | None, _declared("min_disk_gb")] = None
+    include_unavailable: Annotated[bool, _declared("include_unavailable")] = False
 
     _shorthand = model_validator(mode="before")(_gpu_shorthand)
 

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from api.rest.deps import ClockDep, SettingsDep, WarehouseDep
 from api.rest.observations import pack_observations
-from api.rest.parameters import QueryModel, query_model, revalidated
+from api.rest.parameters import QueryModel, scope_query
 from api.rest.routes.offers import OfferQueryDep
 from api.rest.schemas import HistoryOut
 from pipeline.market.history import (
@@ -27,14 +27,6 @@ MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apa
 ExportFormatParam = Annotated[str, Path(pattern="^(csv|parquet)$", description="csv or parquet")]
 
 
-HistoryParams = query_model(HistoryQuery, HISTORY_SCOPE, "HistoryParams")
-"""The query of `/prices/history` and its export: the scope fields history honours."""
-
-
-def history_query(params: Annotated[HistoryParams, Query()]) -> HistoryQuery:
-    return revalidated(HistoryQuery, params)
-
-
 FILE_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The rows as a CSV or Parquet file (every row: exports are not capped)",
@@ -46,7 +38,10 @@ FILE_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-HistoryQueryDep = Annotated[HistoryQuery, Depends(history_query)]
+HistoryQueryDep = Annotated[
+    HistoryQuery, Depends(scope_query(HistoryQuery, HISTORY_SCOPE, "HistoryParams"))
+]
+"""The query of `/prices/history` and its export: the scope fields history honours."""
 
 
 @router.get("/prices/history", response_model=HistoryOut, summary="How prices moved")
