@@ -218,7 +218,7 @@ def alert_out(status: AlertStatus) -> AlertOut:
         id=rule.rule_id,
         **_same(rule, _RULE_FIELDS),
         **_same(c, _CONDITION_FIELDS),
-        **c.scope.model_dump(include=ALERT_SCOPE),
+        **c.scope.model_dump(include=set(ALERT_SCOPE)),
         workload=dict(c.workload) if c.workload is not None else None,
         within_seconds=c.within.total_seconds() if c.within is not None else None,
         cooldown_seconds=rule.cooldown.total_seconds(),
