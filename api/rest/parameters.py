@@ -11,6 +11,7 @@ filter (`gpus=H100`) is never silently ignored.
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Collection, Mapping
 from typing import Annotated, Any, TypeVar
@@ -50,14 +51,20 @@ _UNKNOWN_LISTED = 20  # errors listed at most, however many unknown names a quer
 _NAME_CHARS = 64  # an unknown name is quoted this far at most
 
 
+@functools.cache
+def _known_names(model: type[BaseModel]) -> tuple[frozenset[str], str]:
+    """The names `model` takes in a query string (its aliases), and the hint that lists them."""
+    known = sorted(field.alias or name for name, field in model.model_fields.items())
+    return frozenset(known), f"known: {', '.join(known)}" if known else "this route takes none"
+
+
 def known_names_only(cls: type[M], data: Any, handler: ModelWrapValidatorHandler[M]) -> M:
     """A query model's wrap validator: each name the model does not take (by its API name, the
     alias) is an error at that name saying which names the route takes."""
     if isinstance(data, Mapping):
-        known = sorted(field.alias or name for name, field in cls.model_fields.items())
-        unknown = sorted(set(data) - set(known))
+        known, hint = _known_names(cls)
+        unknown = sorted(set(data) - known)
         if unknown:
-            hint = f"known: {', '.join(known)}" if known else "this route takes none"
             raise ValidationError.from_exception_data(
                 cls.__name__,
                 [
