@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
@@ -94,9 +93,7 @@ def test_openapi_documents_each_field_of_a_query_model_with_its_bounds(client):
     assert vram["minimum"] == 0 and vram["maximum"] == 1024
 
 
-@pytest.mark.parametrize("method", ["GET", "POST"])
-def test_a_flood_of_unknown_names_lists_twenty(client, method):
+def test_a_flood_of_unknown_names_on_a_post_lists_twenty(client):
     query = "&".join(f"p{i}=1" for i in range(1000))
-    path = "/gpus" if method == "GET" else "/quotes"
-    body = client.request(method, f"{path}?{query}").json()
+    body = client.post(f"/quotes?{query}", json={}).json()
     assert len([e for e in body["errors"] if e["location"] == "query"]) == 20
