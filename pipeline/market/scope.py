@@ -126,13 +126,11 @@ _RESOLVERS: dict[str, _Resolver] = {
         lambda name, cat: cat.ids_for_query(name) if name else None,
         settings={"examples": ["A100-80GB"]},
     ),
-    "providers": _Resolver(_providers, {"max_length": MAX_NAMES}),
+    "providers": _Resolver(_providers),
     "pricing": _Resolver(_text),
     "form_factor": _Resolver(_text),
     "vendor": _Resolver(_text),
-    "countries": _Resolver(
-        lambda codes, _cat: get_locator().check_countries(codes), {"max_length": MAX_NAMES}
-    ),
+    "countries": _Resolver(lambda codes, _cat: get_locator().check_countries(codes)),
     "continent": _Resolver(lambda name, _cat: get_locator().check_continent(name)),
     "jurisdiction": _Resolver(lambda value, _cat: value),
 }
@@ -162,8 +160,9 @@ def _declared(name: str) -> FieldInfo:
     return declared
 
 
-Names = Annotated[tuple[str, ...], BeforeValidator(split_names)]
-"""Names given repeated or comma-separated (`provider=a&provider=b`, `provider=a,b`)."""
+Names = Annotated[tuple[str, ...], Field(max_length=MAX_NAMES), BeforeValidator(split_names)]
+"""Up to 50 names, given repeated or comma-separated (`provider=a&provider=b`, `provider=a,b`);
+the bound before the validator, so the JSON schema says `maxItems`."""
 Vendors = Annotated[Vendor | None, BeforeValidator(_lower_value)]
 Jurisdiction = Annotated[Literal["eea", "eu"] | None, BeforeValidator(_lower_value)]
 """eea or eu, any case."""

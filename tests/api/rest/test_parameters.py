@@ -91,6 +91,7 @@ def test_openapi_documents_each_field_of_a_query_model_with_its_bounds(client):
         assert documented[name]["description"] == row.description, name
     vram = documented["min_vram_gb"]["schema"]["anyOf"][0]
     assert vram["minimum"] == 0 and vram["maximum"] == 1024
+    assert documented["provider"]["schema"]["maxItems"] == 50  # a list's bound counts its items
 
 
 def test_a_flood_of_unknown_names_on_a_post_lists_twenty(client):
