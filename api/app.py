@@ -8,14 +8,14 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 
 import httpx
-from fastapi import Depends, FastAPI
+from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 from starlette.middleware.gzip import GZipMiddleware
 
 from api.mcp_mount import install_mcp, mcp_sessions
 from api.rest.ambient import AmbientAuthorityMiddleware
 from api.rest.docs import install_offline_docs
-from api.rest.middleware import BodyLimitMiddleware, HeadAsGetMiddleware, known_query_only
+from api.rest.middleware import BodyLimitMiddleware, HeadAsGetMiddleware
 from api.rest.problems import install_problem_handlers
 from api.rest.routes import (
     alerts,
@@ -123,10 +123,10 @@ def create_app(
         quotes, offers, history, index, gpus, providers, regions, metrics, health, alerts,
         collections,
     )  # fmt: skip
-    for module in routers:  # the API; the web page reads its own query leniently
-        app.include_router(module.router, dependencies=[Depends(known_query_only)])
+    for module in routers:  # each route's query model refuses names it does not take
+        app.include_router(module.router)
     install_mcp(app, settings.host)  # the read answers as MCP tools at /mcp
     install_offline_docs(app)  # before the page's /static mount, which would shadow its files
-    app.include_router(web.router)
+    app.include_router(web.router)  # the web page reads its own query leniently
     web.mount_static(app)
     return app

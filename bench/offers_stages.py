@@ -4,7 +4,10 @@ Over N current offers (bench/market.py), the questions `bench/load.py` asks in i
 (none twice) are answered the way the API's common path answers them (`api.rest.routes.offers`),
 each stage timed on its own with `time.perf_counter`:
 
-- read: the query string into the pydantic model that declares every filter once;
+- read: the query string into the route's query model (`OffersParams`), as FastAPI reads it:
+  through a small app called in this process (its routing and ASGI call included);
+- call: the same call to a route of that app that takes no parameter (read - call: what the
+  query model costs; not part of the route total, which read includes);
 - freshness: each provider's freshness, as the route asks for it;
 - scope: the model resolved into warehouse filters (GPU names to ids, places checked);
 - selection: the positions of the page's offers in the in-memory copy;
@@ -22,6 +25,7 @@ cold figures on top of what uvicorn spends on any request (see bench/floor.py).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import sys
 import tempfile
@@ -34,22 +38,76 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from fastapi import FastAPI, Response  # noqa: E402
 from load import unique_questions  # noqa: E402
 from market import build_market, store_market  # noqa: E402
-from starlette.datastructures import QueryParams  # noqa: E402
+from starlette.types import Message  # noqa: E402
 
 from api.rest.offers_json import prepare  # noqa: E402
-from api.rest.routes.offers import _OFFERS_QUERY, _page  # noqa: E402
+from api.rest.routes.offers import OffersParams, OffersParamsDep, _page  # noqa: E402
 from pipeline.base import utc_now  # noqa: E402
 from pipeline.market.serving import OfferServer  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
 from warehouse import Warehouse  # noqa: E402
 
-STAGES = ("read", "freshness", "scope", "selection", "answer", "page")
+STAGES = ("read", "call", "freshness", "scope", "selection", "answer", "page")
+
+
+def query_reader() -> tuple[Callable[[bytes], OffersParams], Callable[[bytes], None]]:
+    """A query string read as `GET /offers` reads it (an app whose route takes the route's
+    query model, FastAPI's query parameter model, called in this process), and the same call
+    to a route without parameters."""
+    app = FastAPI()
+    read: list[OffersParams] = []
+
+    @app.get("/offers")
+    async def offers(query: OffersParamsDep) -> Response:
+        read.append(query)
+        return Response(status_code=204)
+
+    @app.get("/call")
+    async def call() -> Response:
+        return Response(status_code=204)
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.start" and message["status"] != 204:
+            raise ValueError(f"the query model refused the question: {message['status']}")
+
+    loop = asyncio.new_event_loop()
+
+    def asked(path: str, raw: bytes) -> None:
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "root_path": "",
+            "query_string": raw,
+            "headers": [],
+            "client": ("127.0.0.1", 1),
+            "server": ("127.0.0.1", 80),
+        }
+        loop.run_until_complete(app(scope, receive, send))
+
+    def parse(raw: bytes) -> OffersParams:
+        asked("/offers", raw)
+        return read.pop()
+
+    return parse, lambda raw: asked("/call", raw)
 
 
 def time_stages(
-    server: OfferServer, raws: list[bytes], between: Callable[[], Any]
+    server: OfferServer,
+    raws: list[bytes],
+    between: Callable[[], Any],
+    parse: Callable[[bytes], OffersParams],
+    call: Callable[[bytes], None],
 ) -> dict[str, list[float]]:
     """Each stage's time per question, in µs (as the route: the runs are read once a second,
     in the freshness stage; the answer is made from the copy in force)."""
@@ -58,9 +116,11 @@ def time_stages(
     for raw in raws:
         between()
         t0 = clock()
-        query = _OFFERS_QUERY.parse(QueryParams(raw))
+        query = parse(raw)
         query = query.model_copy(update={"limit": query.limit or 10_000})
         t1 = clock()
+        call(raw)
+        t1b = clock()
         now = utc_now()
         freshness = server.freshness(now)
         t2 = clock()
@@ -78,7 +138,7 @@ def time_stages(
             continue
         b"".join(_page(answer))
         t6 = clock()
-        times = (t1 - t0, t2 - t1, t3 - t2b, t4 - t3, t5 - t4, t6 - t5)
+        times = (t1 - t0, t1b - t1, t2 - t1b, t3 - t2b, t4 - t3, t5 - t4, t6 - t5)
         for stage, spent_s in zip(STAGES, times, strict=True):
             spent[stage].append(spent_s * 1e6)
     return spent
@@ -96,18 +156,19 @@ def main() -> None:
         server = OfferServer(warehouse, Settings(db=Path(tmp) / "w.duckdb", scheduler=False))
         questions = unique_questions(args.questions + 200, args.seed)
         raws = [q.partition("?")[2].encode() for q in questions]
-        everything = _OFFERS_QUERY.parse(QueryParams(b""))
+        parse, call = query_reader()
+        everything = parse(b"")
         now = utc_now()
         first = server.answer(everything, now, server.freshness(now))
         assert first is not None
         prepare(first)  # every offer's JSON written
-        time_stages(server, raws[:200], lambda: None)  # code paths warm
+        time_stages(server, raws[:200], lambda: None, parse, call)  # code paths warm
         evict = np.ones(64 << 17)  # 64 MB
 
         print(f"{market.size:,} current offers, {args.questions:,} never-asked questions")
         print(f"{'stage':<11} {'warm mean':>10} {'median':>8} {'cold mean':>10} {'median':>8} (µs)")
-        warm = time_stages(server, raws[200:], lambda: None)
-        cold = time_stages(server, raws[200:], evict.sum)
+        warm = time_stages(server, raws[200:], lambda: None, parse, call)
+        cold = time_stages(server, raws[200:], evict.sum, parse, call)
         for stage in STAGES:
             w, c = warm[stage], cold[stage]
             print(

@@ -1,4 +1,4 @@
-"""What every request meets before a route: a body-size limit, HEAD as GET, known query names.
+"""What every request meets before a route: a body-size limit, and HEAD as GET.
 
 The two middlewares are pure ASGI (no `BaseHTTPMiddleware`): they see each body chunk as it
 arrives, so a 20 MB body is refused from its `Content-Length`, or as soon as the bytes counted
@@ -10,13 +10,8 @@ from __future__ import annotations
 import gc
 import sys
 from collections.abc import Mapping
-from typing import Any
 
-from fastapi import HTTPException, Request
-from fastapi.dependencies.models import Dependant
-from fastapi.exceptions import RequestValidationError
-from fastapi.routing import APIRoute
-from pydantic import BaseModel
+from fastapi import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.rest.problems import problem_response
@@ -27,7 +22,6 @@ __all__ = [
     "DEFAULT_BODY_LIMIT_BYTES",
     "BodyLimitMiddleware",
     "HeadAsGetMiddleware",
-    "known_query_only",
     "tune_for_serving",
 ]
 
@@ -132,50 +126,3 @@ class HeadAsGetMiddleware:
             await send(message)
 
         await self.app({**scope, "method": "GET"}, receive, headers_only)
-
-
-_UNKNOWN_LISTED = 20  # field errors listed at most, however many unknown names a query sends
-_KNOWN = "_known_query_names"  # where a route keeps its names once computed
-
-
-def _known_query(route: APIRoute) -> frozenset[str]:
-    """The query parameter names a route (and its dependencies, and query models) declares."""
-    cached: frozenset[str] | None = getattr(route, _KNOWN, None)
-    if cached is not None:
-        return cached
-    names: set[str] = {  # parameters a route documents itself (`parameters.query_model`)
-        p["name"] for p in (route.openapi_extra or {}).get("parameters", ()) if p["in"] == "query"
-    }
-    pending: list[Dependant] = [route.dependant]
-    while pending:
-        dependant = pending.pop()
-        pending.extend(dependant.dependencies)
-        for field in dependant.query_params:
-            annotation: Any = field.field_info.annotation
-            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-                names.update(f.alias or name for name, f in annotation.model_fields.items())
-            else:
-                names.add(field.alias)
-    setattr(route, _KNOWN, frozenset(names))
-    return frozenset(names)
-
-
-async def known_query_only(request: Request) -> None:
-    """422 naming the known parameters when a query names one the route does not declare."""
-    route = request.scope.get("route")
-    if not isinstance(route, APIRoute):
-        return
-    known = _known_query(route)
-    unknown = sorted(set(request.query_params) - known)
-    if unknown:
-        hint = f"known: {', '.join(sorted(known))}" if known else "this route takes none"
-        raise RequestValidationError(
-            [
-                {
-                    "type": "extra_forbidden",
-                    "loc": ("query", name[:64]),
-                    "msg": f"Unknown query parameter '{name[:64]}'; {hint}",
-                }
-                for name in unknown[:_UNKNOWN_LISTED]
-            ]
-        )

@@ -1,28 +1,45 @@
-"""Bounds and parameters the routes share beyond the filter scope (`pipeline.market.scope`)."""
+"""How routes read their query strings, and the bounds they share beyond the filter scope.
+
+Every route of the API takes its query parameters as one pydantic model, FastAPI's query
+parameter models (`Annotated[Model, Query()]`, FastAPI >= 0.115): FastAPI documents the
+model's fields as the route's parameters and validates the query string against the model in
+one call; list fields (tuple or list) take every value given, any other field the last one. A
+route that takes no parameter declares `dependencies=[NO_QUERY]`. Each model refuses a name it
+does not take with a 422 naming it and the names it takes (`known_names_only`): a misspelt
+filter (`gpus=H100`) is never silently ignored.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Annotated, Any, Generic, TypeVar, get_args, get_origin
+import functools
+import inspect
+from collections.abc import Callable, Collection, Mapping
+from typing import Annotated, Any, TypeVar
 
-from fastapi import Query, Request
+from fastapi import Depends, Query
 from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ValidationError
-from starlette.datastructures import QueryParams
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from pipeline.market.scope import MAX_NAME_CHARS, MAX_NAMES, Name
-from pipeline.timeparse import Duration
+from pipeline.market.scope import MAX_NAME_CHARS, MAX_NAMES, Name, front_end_model
 
 __all__ = [
     "MAX_NAME_CHARS",
+    "MAX_NAMES",
     "MAX_OFFERS_PAGE",
-    "MaxAgeParam",
+    "NO_QUERY",
     "Name",
-    "Names",
+    "NoQuery",
     "QueryModel",
-    "query_model",
+    "known_names_only",
     "revalidated",
+    "scope_query",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -30,23 +47,85 @@ M = TypeVar("M", bound=BaseModel)
 MAX_OFFERS_PAGE = 10_000
 """Most offers one JSON page of `/offers` holds; exports and NDJSON are not capped."""
 
-Names = Annotated[list[Name], Query(max_length=MAX_NAMES)]
-MaxAgeParam = Annotated[
-    Duration | None,
-    Query(description="Leave out providers whose snapshot is older: 30m, 2h, PT2H (max 10 years)"),
-]
+_UNKNOWN_LISTED = 20  # errors listed at most, however many unknown names a query sends
+_NAME_CHARS = 64  # an unknown name is quoted this far at most
 
 
-def _inlined(schema: Any, defs: dict[str, Any]) -> Any:
-    """`schema` with its `$ref`s to `$defs` replaced by the definitions themselves."""
-    if isinstance(schema, dict):
-        ref = schema.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            return _inlined(defs[ref.removeprefix("#/$defs/")], defs)
-        return {k: _inlined(v, defs) for k, v in schema.items() if k != "$defs"}
-    if isinstance(schema, list):
-        return [_inlined(v, defs) for v in schema]
-    return schema
+@functools.cache
+def _known_names(model: type[BaseModel]) -> tuple[frozenset[str], str]:
+    """The names `model` takes in a query string (its aliases), and the hint that lists them."""
+    known = sorted(field.alias or name for name, field in model.model_fields.items())
+    return frozenset(known), f"known: {', '.join(known)}" if known else "this route takes none"
+
+
+def known_names_only(cls: type[M], data: Any, handler: ModelWrapValidatorHandler[M]) -> M:
+    """A query model's wrap validator: each name the model does not take (by its API name, the
+    alias) is an error at that name saying which names the route takes."""
+    if isinstance(data, Mapping):
+        known, hint = _known_names(cls)
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValidationError.from_exception_data(
+                cls.__name__,
+                [
+                    InitErrorDetails(
+                        type=PydanticCustomError(
+                            "extra_forbidden",
+                            "Unknown query parameter '{name}'; {hint}",
+                            {"name": name[:_NAME_CHARS], "hint": hint},
+                        ),
+                        loc=(name[:_NAME_CHARS],),
+                        input=data[name],
+                    )
+                    for name in unknown[:_UNKNOWN_LISTED]
+                ],
+            )
+    return handler(data)
+
+
+class QueryModel(BaseModel):
+    """The base of a route's own query model: other names are refused (`known_names_only`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    _known_names_only = model_validator(mode="wrap")(known_names_only)
+
+
+class NoQuery(QueryModel):
+    """The query of a route that takes no parameter: any name is a 422."""
+
+
+def _no_query(_: Annotated[NoQuery, Query()]) -> None:
+    """Refuses any query parameter (`NoQuery`)."""
+
+
+NO_QUERY = Depends(_no_query)
+"""`dependencies=[NO_QUERY]`: the route takes no query parameter and says so when given one."""
+
+
+def scope_query(model: type[M], honoured: Collection[str], name: str) -> Callable[..., M]:
+    """A dependency that hands a route `model` (an `OfferScope` subclass of the pipeline) read
+    from the query string by a front end that applies only the `honoured` scope fields.
+
+    Its query model, `name`, is `model` without the other scope fields (`front_end_model`),
+    unknown names refused (`known_names_only`): FastAPI documents and validates it as the
+    dependency's one parameter, and the dependency turns it into `model` (`revalidated`).
+    """
+    params = front_end_model(
+        model,
+        honoured,
+        name,
+        validators={"known_names_only": model_validator(mode="wrap")(known_names_only)},
+    )
+
+    def read(query: BaseModel) -> M:
+        return revalidated(model, query)
+
+    parameter = inspect.Parameter(
+        "query", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[params, Query()]
+    )  # FastAPI reads the signature: `params` is made here, no annotation can name it
+    read.__signature__ = inspect.Signature([parameter])  # type: ignore[attr-defined]
+    return read
 
 
 def revalidated(model: type[M], params: BaseModel) -> M:
@@ -58,60 +137,3 @@ def revalidated(model: type[M], params: BaseModel) -> M:
         raise RequestValidationError(
             [{**e, "loc": ("query", *e["loc"])} for e in exc.errors(include_url=False)]
         ) from None
-
-
-@dataclass(frozen=True, slots=True)
-class QueryModel(Generic[M]):
-    """How a route reads `model` from its query string (see `query_model`)."""
-
-    parse: Callable[[QueryParams], M]
-    """The model from the parameters; `ValidationError` when they do not make one."""
-    read: Callable[[Request], Awaitable[M]]
-    """The FastAPI dependency: `parse`, with a 422 naming the parameter otherwise."""
-    openapi: dict[str, Any]
-    """The route's `openapi_extra`: the parameters, documented."""
-
-
-def query_model(model: type[M]) -> QueryModel[M]:
-    """Read `model` from the query string in one pydantic call, and document its parameters.
-
-    Starlette reads the query string (`request.query_params`) and the model validates it in one
-    call: FastAPI's own `Annotated[Model, Query()]` inspects every field's annotation on each
-    request, too slow for `/offers`' thirty fields (bench/load.py). A list field (tuple or
-    list) takes every value given; any other field the last one, as FastAPI does. Unknown names
-    are refused by the model (`extra="forbid"`) and, before it, by `known_query_only`, which
-    reads the names from the documented parameters.
-    """
-    lists = frozenset(  # fields that take every value given
-        field.alias or name
-        for name, field in model.model_fields.items()
-        for a in (field.annotation, *get_args(field.annotation))
-        if get_origin(a) in (tuple, list)
-    )
-
-    def parse(params: QueryParams) -> M:
-        return model.model_validate(
-            {k: params.getlist(k) if k in lists else params[k] for k in params}
-        )
-
-    async def read(request: Request) -> M:  # async: a sync dependency costs a thread hop
-        try:
-            return parse(request.query_params)
-        except ValidationError as exc:
-            raise RequestValidationError(
-                [{**e, "loc": ("query", *e["loc"])} for e in exc.errors(include_url=False)]
-            ) from None
-
-    schema = model.model_json_schema(by_alias=True)
-    defs = schema.get("$defs", {})
-    required = set(schema.get("required", ()))
-    parameters = []
-    for name, prop in schema["properties"].items():
-        prop = _inlined(prop, defs)
-        description = prop.pop("description", None)
-        prop.pop("title", None)
-        parameter = {"name": name, "in": "query", "required": name in required, "schema": prop}
-        if description:
-            parameter["description"] = description
-        parameters.append(parameter)
-    return QueryModel(parse, read, {"parameters": parameters})

@@ -11,18 +11,18 @@ built from those fields (`scope_fields`), so any other field is a 422 or a usage
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
     create_model,
-    field_validator,
     model_validator,
 )
 from pydantic.fields import FieldInfo
@@ -34,7 +34,7 @@ from pipeline.location import get_locator
 from pipeline.market.catalog_figures import gpu_figures
 from scrapers.models import FormFactor, Pricing
 from warehouse import OfferFilters
-from warehouse.filters import FILTERS, MAX_GPUS, Filter
+from warehouse.filters import FILTERS, MAX_GPUS
 
 __all__ = [
     "ALL_SCOPE",
@@ -73,11 +73,7 @@ def split_names(values: Any) -> tuple[str, ...]:
     return tuple(n.strip() for v in values for n in str(v).split(",") if n.strip())
 
 
-def _split_values(cls: type, values: Any) -> tuple[str, ...]:
-    return split_names(values)
-
-
-def _lower_value(cls: type, value: Any) -> Any:
+def _lower_value(value: Any) -> Any:
     return value.strip().lower() if isinstance(value, str) else value
 
 
@@ -93,7 +89,7 @@ def _gpu_shorthand(cls: type, data: Any) -> Any:
     if not 1 <= int(count) <= MAX_GPUS:
         raise ValueError(f"gpu={data['gpu']!r}: the count must be 1 to {MAX_GPUS}")
     given = data.get("gpu_count")
-    if str(given).strip().isdigit() and int(given) != int(count):
+    if str(given).strip().isdigit() and int(str(given)) != int(count):
         raise ValueError(f"gpu={data['gpu']!r} says {int(count)} GPUs but gpu_count says {given}")
     return {**data, "gpu": name.strip(), "gpu_count": int(count)}
 
@@ -107,12 +103,11 @@ def _gpu_shorthand_checked(cls: type, data: Any) -> Any:
 
 @dataclass(frozen=True, slots=True)
 class _Resolver:
-    """How a filter that needs a lookup is given (its scope field's type and extra settings)
-    and resolved (the value `OfferFilters` takes, from the given one and the catalog)."""
+    """How a filter that needs a lookup is resolved (the value `OfferFilters` takes, from the
+    given one and the catalog), and its scope field's extra settings (its type and default are
+    the field's declaration in `OfferScope`)."""
 
-    annotation: Any
     resolve: Callable[[Any, Catalog], Any]
-    default: Any = None
     settings: dict[str, Any] = dataclass_field(default_factory=dict)
 
 
@@ -128,50 +123,84 @@ def _text(value: Any, _catalog: Catalog) -> str | None:
 
 _RESOLVERS: dict[str, _Resolver] = {
     "gpus": _Resolver(
-        Name | None,
         lambda name, cat: cat.ids_for_query(name) if name else None,
         settings={"examples": ["A100-80GB"]},
     ),
-    "providers": _Resolver(tuple[str, ...], _providers, (), {"max_length": MAX_NAMES}),
-    "pricing": _Resolver(Pricing | None, _text),
-    "form_factor": _Resolver(FormFactor | None, _text),
-    "vendor": _Resolver(Vendor | None, _text),
-    "countries": _Resolver(
-        tuple[str, ...],
-        lambda codes, _cat: get_locator().check_countries(codes),
-        (),
-        {"max_length": MAX_NAMES},
-    ),
-    "continent": _Resolver(Name | None, lambda name, _cat: get_locator().check_continent(name)),
-    "jurisdiction": _Resolver(Literal["eea", "eu"] | None, lambda value, _cat: value),
+    "providers": _Resolver(_providers),
+    "pricing": _Resolver(_text),
+    "form_factor": _Resolver(_text),
+    "vendor": _Resolver(_text),
+    "countries": _Resolver(lambda codes, _cat: get_locator().check_countries(codes)),
+    "continent": _Resolver(lambda name, _cat: get_locator().check_continent(name)),
+    "jurisdiction": _Resolver(lambda value, _cat: value),
 }
 """The filters whose value needs a lookup or a type of the pipeline's, one resolver each."""
 
+_FILTER_BY_FIELD = {f.field: f for f in FILTERS}
 
-def _scope_field(f: Filter) -> tuple[Any, FieldInfo]:
-    """The scope field of one declared filter."""
-    common: dict[str, Any] = {"description": f.description, "alias": f.alias}
+
+def _field_kwargs(name: str) -> dict[str, Any]:
+    """`Field(...)` arguments of the scope field `name` from its `FILTERS` row: its description,
+    alias and bounds (or its resolver's settings), declared once there. The default stays beside
+    the field's type in `OfferScope`, where a type checker reads both."""
+    f = _FILTER_BY_FIELD[name]
+    kwargs: dict[str, Any] = {"description": f.description}
+    if f.alias:
+        kwargs["alias"] = f.alias
     if f.resolved:
-        resolver = _RESOLVERS[f.name]
-        return resolver.annotation, Field(resolver.default, **common, **resolver.settings)
-    if f.type is bool:
-        return bool, Field(False, **common)
-    if f.type is str:
-        return Name | None, Field(None, **common)
-    return f.type | None, Field(None, ge=f.ge, le=f.le, allow_inf_nan=False, **common)
+        return {**kwargs, **_RESOLVERS[f.name].settings}
+    if f.ge is not None or f.le is not None:
+        kwargs |= {"ge": f.ge, "le": f.le}
+    return kwargs
 
 
-class _Scope(BaseModel):
+def _declared(name: str) -> FieldInfo:
+    """The field information of the scope field `name`, from its `FILTERS` row."""
+    declared: FieldInfo = Field(**_field_kwargs(name))
+    return declared
+
+
+Names = Annotated[tuple[str, ...], Field(max_length=MAX_NAMES), BeforeValidator(split_names)]
+"""Up to 50 names, given repeated or comma-separated (`provider=a&provider=b`, `provider=a,b`);
+the bound before the validator, so the JSON schema says `maxItems`."""
+Vendors = Annotated[Vendor | None, BeforeValidator(_lower_value)]
+Jurisdiction = Annotated[Literal["eea", "eu"] | None, BeforeValidator(_lower_value)]
+"""eea or eu, any case."""
+
+
+class OfferScope(BaseModel):
+    """Which offers: one field per declared filter (`warehouse.filters.FILTERS`, which gives
+    each its description, alias and bounds). Field names are the pipeline's; aliases
+    are the API's and the CLI's. A new filter is a row there and a typed field here (a test
+    checks that both list the same names)."""
+
     model_config = ConfigDict(
         extra="forbid", frozen=True, populate_by_name=True, allow_inf_nan=False
     )
 
-    _split = field_validator("providers", "countries", mode="before", check_fields=False)(
-        _split_values
-    )
-    _lower = field_validator("jurisdiction", "vendor", mode="before", check_fields=False)(
-        _lower_value
-    )
+    gpu: Annotated[Name | None, _declared("gpu")] = None
+    providers: Annotated[Names, _declared("providers")] = ()
+    pricing: Annotated[Pricing | None, _declared("pricing")] = None
+    region: Annotated[Name | None, _declared("region")] = None
+    form_factor: Annotated[FormFactor | None, _declared("form_factor")] = None
+    vendor: Annotated[Vendors, _declared("vendor")] = None
+    countries: Annotated[Names, _declared("countries")] = ()
+    continent: Annotated[Name | None, _declared("continent")] = None
+    jurisdiction: Annotated[Jurisdiction, _declared("jurisdiction")] = None
+    max_price_per_gpu_hour: Annotated[float | None, _declared("max_price_per_gpu_hour")] = None
+    max_price_per_hour: Annotated[float | None, _declared("max_price_per_hour")] = None
+    gpu_count: Annotated[int | None, _declared("gpu_count")] = None
+    min_gpu_count: Annotated[int | None, _declared("min_gpu_count")] = None
+    min_vram_gb: Annotated[float | None, _declared("min_vram_gb")] = None
+    min_total_vram_gb: Annotated[float | None, _declared("min_total_vram_gb")] = None
+    min_reliability: Annotated[float | None, _declared("min_reliability")] = None
+    verified: Annotated[bool, _declared("verified")] = False
+    nvlink: Annotated[bool, _declared("nvlink")] = False
+    min_vcpus: Annotated[float | None, _declared("min_vcpus")] = None
+    min_ram_gb: Annotated[float | None, _declared("min_ram_gb")] = None
+    min_disk_gb: Annotated[float | None, _declared("min_disk_gb")] = None
+    include_unavailable: Annotated[bool, _declared("include_unavailable")] = False
+
     _shorthand = model_validator(mode="before")(_gpu_shorthand)
 
     def given(self) -> set[str]:
@@ -187,15 +216,6 @@ class _Scope(BaseModel):
                 f"it takes {', '.join(sorted(honoured))}"
             )
 
-
-OfferScope: Any = create_model(
-    "OfferScope",
-    __base__=_Scope,
-    __doc__="Which offers: one field per declared filter (`warehouse.filters.FILTERS`). Field "
-    "names are the pipeline's; aliases are the API's and the CLI's.",
-    __module__=__name__,
-    **{f.field: _scope_field(f) for f in FILTERS},
-)
 
 _SCOPE_FIELDS: tuple[str, ...] = tuple(OfferScope.model_fields)
 _ANY = {name: field.default for name, field in OfferScope.model_fields.items()}
@@ -230,28 +250,31 @@ def scope_fields(names: Iterable[str]) -> dict[str, tuple[Any, FieldInfo]]:
     return {name: (fields[name].annotation, fields[name]) for name in names}
 
 
-def front_end_model(model: type[BaseModel], honoured: Collection[str], name: str) -> type[Any]:
+def front_end_model(
+    model: type[BaseModel],
+    honoured: Collection[str],
+    name: str,
+    validators: Mapping[str, Any] | None = None,
+) -> type[BaseModel]:
     """`model` (an `OfferScope` or a subclass) without the scope fields a front end does not
-    honour: its API query or body model, with the same checks. Other fields are refused
-    (`extra="forbid"`); turn an instance back with `model.model_validate(instance.model_dump())`.
+    honour: its API query or body model, with the same checks (and `validators` besides).
+    Other fields are refused (`extra="forbid"`); turn an instance back with
+    `model.model_validate(instance.model_dump())`.
     """
     dropped = ALL_SCOPE - set(honoured)
-    fields = {n: (f.annotation, f) for n, f in model.model_fields.items() if n not in dropped}
-    validators: dict[str, Any] = {}
-    lists = [n for n in ("providers", "countries") if n in fields]
-    if lists:
-        validators["split_lists"] = field_validator(*lists, mode="before")(_split_values)
-    lowered = [n for n in ("jurisdiction", "vendor") if n in fields]
-    if lowered:
-        validators["lower_case"] = field_validator(*lowered, mode="before")(_lower_value)
+    fields: dict[str, Any] = {
+        n: (f.annotation, f) for n, f in model.model_fields.items() if n not in dropped
+    }
+    checks: dict[str, Any] = dict(validators or {})
     if "gpu" in fields and "gpu_count" in fields:
-        validators["gpu_shorthand"] = model_validator(mode="before")(_gpu_shorthand)
+        checks["gpu_shorthand"] = model_validator(mode="before")(_gpu_shorthand)
     elif "gpu" in fields:  # checked here, as `model` will read it: a bad one is this model's error
-        validators["gpu_shorthand"] = model_validator(mode="before")(_gpu_shorthand_checked)
-    return create_model(  # type: ignore[call-overload,no-any-return]
+        checks["gpu_shorthand"] = model_validator(mode="before")(_gpu_shorthand_checked)
+    made: type[BaseModel] = create_model(
         name,
         __config__=model.model_config,
         __doc__=model.__doc__,
-        __validators__=validators,
+        __validators__=checks,
         **fields,
     )
+    return made

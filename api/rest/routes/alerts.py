@@ -7,9 +7,11 @@ from contextlib import contextmanager
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Response
+from pydantic import Field
 
 from api.rest import schemas_alerts as out
 from api.rest.deps import ClockDep, ResolverDep, SettingsDep, WarehouseDep, require_api_key
+from api.rest.parameters import NO_QUERY, QueryModel
 from api.rest.problems import problems
 from pipeline import alerts as rules
 from pipeline.alerts.service import alerts_page
@@ -42,7 +44,11 @@ def _found() -> Iterator[None]:
 
 
 @router.post(
-    "", status_code=201, response_model=out.AlertCreatedOut, summary="Create an alert rule"
+    "",
+    status_code=201,
+    response_model=out.AlertCreatedOut,
+    summary="Create an alert rule",
+    dependencies=[NO_QUERY],
 )
 def post_alert(
     body: out.AlertIn,
@@ -63,17 +69,20 @@ MAX_ALERTS_PAGE = 500
 MAX_OFFSET = 10_000_000
 
 
+class AlertsQuery(QueryModel):
+    """The query of `GET /alerts`: which page."""
+
+    limit: int = Field(
+        MAX_ALERTS_PAGE, ge=1, le=MAX_ALERTS_PAGE, description="Most rules, oldest first"
+    )
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="Rules to skip")
+
+
 @router.get("", response_model=out.AlertsPage, summary="Alert rules, a page at a time")
-def get_alerts(
-    warehouse: WarehouseDep,
-    limit: Annotated[
-        int, Query(ge=1, le=MAX_ALERTS_PAGE, description="Most rules, oldest first")
-    ] = MAX_ALERTS_PAGE,
-    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Rules to skip")] = 0,
-) -> out.AlertsPage:
-    statuses, total = alerts_page(warehouse, limit, offset)
+def get_alerts(warehouse: WarehouseDep, query: Annotated[AlertsQuery, Query()]) -> out.AlertsPage:
+    statuses, total = alerts_page(warehouse, query.limit, query.offset)
     alerts = [out.alert_out(status) for status in statuses]
-    following = offset + len(alerts)
+    following = query.offset + len(alerts)
     return out.AlertsPage(
         alerts=alerts,
         count=len(alerts),
@@ -82,13 +91,18 @@ def get_alerts(
     )
 
 
-@_one_alert("GET", response_model=out.AlertOut, summary="One alert rule and its state")
+@_one_alert(
+    "GET",
+    response_model=out.AlertOut,
+    summary="One alert rule and its state",
+    dependencies=[NO_QUERY],
+)
 def get_one(alert_id: str, warehouse: WarehouseDep) -> out.AlertOut:
     with _found():
         return out.alert_out(rules.get_alert(warehouse, alert_id))
 
 
-@_one_alert("DELETE", status_code=204, summary="Delete an alert rule")
+@_one_alert("DELETE", status_code=204, summary="Delete an alert rule", dependencies=[NO_QUERY])
 def delete_one(alert_id: str, warehouse: WarehouseDep, clock: ClockDep) -> Response:
     """Its pending deliveries are cancelled; nothing more is sent for it."""
     with _found():
@@ -96,22 +110,32 @@ def delete_one(alert_id: str, warehouse: WarehouseDep, clock: ClockDep) -> Respo
     return Response(status_code=204)
 
 
+class DeliveriesQuery(QueryModel):
+    """The query of `GET /alerts/{alert_id}/deliveries`."""
+
+    limit: int = Field(100, ge=1, le=1000, description="Most deliveries, newest first")
+
+
 @_one_alert(
     "GET", "/deliveries", response_model=out.DeliveriesPage, summary="Deliveries and attempts"
 )
 def get_deliveries(
-    alert_id: str,
-    warehouse: WarehouseDep,
-    limit: Annotated[int, Query(ge=1, le=1000, description="Most deliveries, newest first")] = 100,
+    alert_id: str, warehouse: WarehouseDep, query: Annotated[DeliveriesQuery, Query()]
 ) -> out.DeliveriesPage:
     """Every attempt of each delivery: time, status code, latency and error."""
     with _found():
-        logs = rules.alert_deliveries(warehouse, alert_id, limit)
+        logs = rules.alert_deliveries(warehouse, alert_id, query.limit)
     deliveries = [out.delivery_out(log) for log in logs]
     return out.DeliveriesPage(deliveries=deliveries, count=len(deliveries))
 
 
-@_one_alert("POST", "/test", response_model=out.DeliveryOut, summary="Send a test event")
+@_one_alert(
+    "POST",
+    "/test",
+    response_model=out.DeliveryOut,
+    summary="Send a test event",
+    dependencies=[NO_QUERY],
+)
 def post_test(
     alert_id: str,
     warehouse: WarehouseDep,

@@ -24,6 +24,7 @@ from api.rest.deps import (
     is_loopback,
     require_api_key,
 )
+from api.rest.parameters import NO_QUERY
 from api.rest.problems import problems
 from api.rest.schemas_collections import CollectionOut, collection_out
 from pipeline.collection.runs import collect
@@ -115,7 +116,12 @@ def _check_form(request: Request) -> None:
         )
 
 
-@router.post("", response_model=CollectionOut, summary="Collect now (or replay uploaded bodies)")
+@router.post(
+    "",
+    response_model=CollectionOut,
+    summary="Collect now (or replay uploaded bodies)",
+    dependencies=[NO_QUERY],
+)
 def post_collection(
     request: Request,
     warehouse: WarehouseDep,

@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from api.rest.deps import CollectorDep, FreshnessDep, SettingsDep, WarehouseDep
+from api.rest.parameters import NO_QUERY
 from api.rest.problems import PROBLEM_MEDIA_TYPE, problem_response
 from api.rest.schemas import HealthOut, ProviderFreshnessOut, ReadyOut
 from warehouse import Warehouse, WarehouseError
@@ -77,7 +78,12 @@ def _data_path_problem(request: Request, warehouse: Warehouse) -> str | None:
     return problem
 
 
-@router.get("/healthz", response_model=HealthOut, summary="Liveness and database check")
+@router.get(
+    "/healthz",
+    response_model=HealthOut,
+    summary="Liveness and database check",
+    dependencies=[NO_QUERY],
+)
 async def healthz(request: Request, warehouse: WarehouseDep, settings: SettingsDep) -> HealthOut:
     """The database read (in a worker thread) at most once a second; in between, the event loop
     answers alone, so a busy server still answers its liveness probe at once."""
@@ -92,6 +98,7 @@ async def healthz(request: Request, warehouse: WarehouseDep, settings: SettingsD
     "/readyz",
     response_model=ReadyOut,
     summary="Readiness: database, lake data path, schedule running, provider freshness",
+    dependencies=[NO_QUERY],
     responses={
         503: {
             "description": "Not ready: a problem detail that also carries the ReadyOut fields",

@@ -4,10 +4,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import Response
+from pydantic import Field
 
 from api.rest.deps import ClockDep, SettingsDep, WarehouseDep
 from api.rest.observations import pack_observations
-from api.rest.parameters import revalidated
+from api.rest.parameters import QueryModel, scope_query
 from api.rest.routes.offers import OfferQueryDep
 from api.rest.schemas import HistoryOut
 from pipeline.market.history import (
@@ -18,21 +19,12 @@ from pipeline.market.history import (
     export_offers,
     price_history_json,
 )
-from pipeline.market.scope import front_end_model
 from pipeline.timeparse import UtcDateTime
 
 router = APIRouter(tags=["history"])
 
 MEDIA_TYPES = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet"}
 ExportFormatParam = Annotated[str, Path(pattern="^(csv|parquet)$", description="csv or parquet")]
-
-
-HistoryParams = front_end_model(HistoryQuery, HISTORY_SCOPE, "HistoryParams")
-"""The query of `/prices/history` and its export: the scope fields history honours."""
-
-
-def history_query(params: Annotated[HistoryParams, Query()]) -> HistoryQuery:  # type: ignore[valid-type]  # a model built at import (front_end_model)
-    return revalidated(HistoryQuery, params)
 
 
 FILE_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -46,7 +38,10 @@ FILE_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-HistoryQueryDep = Annotated[HistoryQuery, Depends(history_query)]
+HistoryQueryDep = Annotated[
+    HistoryQuery, Depends(scope_query(HistoryQuery, HISTORY_SCOPE, "HistoryParams"))
+]
+"""The query of `/prices/history` and its export: the scope fields history honours."""
 
 
 @router.get("/prices/history", response_model=HistoryOut, summary="How prices moved")
@@ -102,6 +97,13 @@ def export_history_file(
     return file_response(body, "history", fmt)
 
 
+class ObservationsQuery(QueryModel):
+    """The query of `GET /export/observations.tar`: the time range."""
+
+    since: UtcDateTime = Field(description="Start (inclusive), ISO 8601")
+    until: UtcDateTime | None = Field(None, description="End (exclusive), ISO 8601; default now")
+
+
 @router.get(
     "/export/observations.tar",
     summary="Raw observations as Hive-partitioned Parquet, in a tar archive",
@@ -109,16 +111,11 @@ def export_history_file(
     responses={200: {"content": {"application/x-tar": {"schema": {"type": "string"}}}}},
 )
 def export_observations(
-    warehouse: WarehouseDep,
-    clock: ClockDep,
-    since: Annotated[UtcDateTime, Query(description="Start (inclusive), ISO 8601")],
-    until: Annotated[
-        UtcDateTime | None, Query(description="End (exclusive), ISO 8601; default now")
-    ] = None,
+    warehouse: WarehouseDep, clock: ClockDep, query: Annotated[ObservationsQuery, Query()]
 ) -> Response:
     """What `gpuprices export` writes (`date=YYYY-MM-DD/provider=NAME/*.parquet`), as one
     archive: the command unpacks it when it asks a server."""
-    body = pack_observations(warehouse, since, until or clock())
+    body = pack_observations(warehouse, query.since, query.until or clock())
     return Response(
         body,
         media_type="application/x-tar",

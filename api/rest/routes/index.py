@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 
 from api.rest.deps import ClockDep, WarehouseDep
-from api.rest.parameters import revalidated
+from api.rest.parameters import scope_query
 from api.rest.routes.history import FILE_RESPONSES, ExportFormatParam, file_response
 from api.rest.schemas_index import IndexExplainOut, IndexOut, MarketOut
 from pipeline.market.index import (
@@ -20,20 +20,16 @@ from pipeline.market.index import (
     index_series,
 )
 from pipeline.market.outlook import MARKET_SCOPE, MarketQuery, market_outlook
-from pipeline.market.scope import front_end_model
 
 router = APIRouter(tags=["index"])
 
-IndexParams = front_end_model(IndexQuery, INDEX_SCOPE, "IndexParams")
-ExplainParams = front_end_model(ExplainQuery, INDEX_SCOPE, "ExplainParams")
-MarketParams = front_end_model(MarketQuery, MARKET_SCOPE, "MarketParams")
-
-
-def index_query(params: Annotated[IndexParams, Query()]) -> IndexQuery:  # type: ignore[valid-type]  # a model built at import (front_end_model)
-    return revalidated(IndexQuery, params)
-
-
-IndexQueryDep = Annotated[IndexQuery, Depends(index_query)]
+IndexQueryDep = Annotated[IndexQuery, Depends(scope_query(IndexQuery, INDEX_SCOPE, "IndexParams"))]
+ExplainQueryDep = Annotated[
+    ExplainQuery, Depends(scope_query(ExplainQuery, INDEX_SCOPE, "ExplainParams"))
+]
+MarketQueryDep = Annotated[
+    MarketQuery, Depends(scope_query(MarketQuery, MARKET_SCOPE, "MarketParams"))
+]
 
 
 @router.get("/index", response_model=IndexOut, summary="GPU price index, methodology v1")
@@ -46,13 +42,9 @@ def get_index(warehouse: WarehouseDep, clock: ClockDep, query: IndexQueryDep) ->
 @router.get(
     "/index/explain", response_model=IndexExplainOut, summary="Where an index value came from"
 )
-def get_index_explain(
-    warehouse: WarehouseDep,
-    params: Annotated[ExplainParams, Query()],  # type: ignore[valid-type]  # a model built at import (front_end_model)
-) -> IndexExplainOut:
+def get_index_explain(warehouse: WarehouseDep, query: ExplainQueryDep) -> IndexExplainOut:
     """Each provider's contribution to the bucket holding `t` (value, offer, snapshot) and each
     provider left out with its reason; the median of the contributions is the value."""
-    query = revalidated(ExplainQuery, params)
     return IndexExplainOut.model_validate(explain_index(warehouse, query))
 
 
@@ -70,12 +62,7 @@ def export_index_file(
 
 
 @router.get("/market", response_model=MarketOut, summary="Rent now or wait")
-def get_market(
-    warehouse: WarehouseDep,
-    clock: ClockDep,
-    params: Annotated[MarketParams, Query()],  # type: ignore[valid-type]  # a model built at import (front_end_model)
-) -> MarketOut:
+def get_market(warehouse: WarehouseDep, clock: ClockDep, query: MarketQueryDep) -> MarketOut:
     """Where the latest hourly index sits against the daily index of the last `days` days:
     percentiles, availability, time below prices, volatility and the cheapest hour."""
-    query = revalidated(MarketQuery, params)
     return MarketOut.model_validate(market_outlook(warehouse, query, clock()))

@@ -6,6 +6,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import CollectorRegistry
 
 from api.rest.deps import ClockDep, SettingsDep, WarehouseDep
+from api.rest.parameters import NO_QUERY
 from pipeline.market.metrics import PriceCollector
 
 router = APIRouter(tags=["metrics"])
@@ -14,6 +15,7 @@ router = APIRouter(tags=["metrics"])
 @router.get(
     "/metrics",
     summary="Prometheus metrics: lowest prices, offer counts, collector health",
+    dependencies=[NO_QUERY],
     response_class=Response,
     responses={
         200: {

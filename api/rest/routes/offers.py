@@ -1,11 +1,12 @@
 """`GET /offers`: current offers (or as of a time) as a JSON page or NDJSON lines.
 
-The query string is read by Starlette (`request.query_params`) into the one model of the
-question (`OffersParams`); the answer is offers from the pipeline (`OfferServer.answer`),
-written by `api.rest.offers_json`. A question over the copy in force, once its offers are
-written, is answered on the event loop (a selection over arrays and a join of bytes, quicker
-than a thread's round trip); anything else runs in a worker thread (`OffloadDep`). A large
-page is sent a piece at a time, so the loop serves other requests between pieces.
+The query string is read into the one model of the question (`OffersParams`, a FastAPI query
+parameter model: `api.rest.parameters`); the answer is offers from the pipeline
+(`OfferServer.answer`), written by `api.rest.offers_json`. A question over the copy in force,
+once its offers are written, is answered on the event loop (a selection over arrays and a join
+of bytes, quicker than a thread's round trip); anything else runs in a worker thread
+(`OffloadDep`). A large page is sent a piece at a time, so the loop serves other requests
+between pieces.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import StreamingResponse
-from pydantic import Field, TypeAdapter
+from pydantic import Field, TypeAdapter, model_validator
 
 from api.rest.deps import get_freshness, get_offload
 from api.rest.offers_json import json_array, ndjson_lines, prepare, ready
-from api.rest.parameters import MAX_OFFERS_PAGE, query_model
+from api.rest.parameters import MAX_OFFERS_PAGE, known_names_only
 from api.rest.schemas import OffersPage, ProviderFreshnessOut
 from pipeline.market.freshness import ProviderFreshness
 from pipeline.market.offers import OfferQuery
@@ -49,11 +50,19 @@ class OffersParams(OfferQuery):
         description="Leave out providers whose snapshot is older: 30m, 2h, PT2H (max 10 years)",
     )
 
+    _known_names_only = model_validator(mode="wrap")(known_names_only)
 
-_OFFERS_QUERY = query_model(OffersParams)
-OffersParamsDep = Annotated[OffersParams, Depends(_OFFERS_QUERY.read)]
-OfferQueryDep = Annotated[OfferQuery, Query()]
-"""The same filters without `max_age` and the page cap, for the exports."""
+
+class ExportParams(OfferQuery):
+    """The query of `GET /export/offers.{fmt}`: the same filters without `max_age` and the
+    page cap."""
+
+    _known_names_only = model_validator(mode="wrap")(known_names_only)
+
+
+OffersParamsDep = Annotated[OffersParams, Query()]
+OfferQueryDep = Annotated[ExportParams, Query()]
+"""The question of an export of offers."""
 
 
 @router.get(
@@ -61,7 +70,6 @@ OfferQueryDep = Annotated[OfferQuery, Query()]
     response_model=OffersPage,
     summary="What is on offer now (or as of a time)",
     responses={200: {"content": {NDJSON: {"schema": {"type": "string"}}}}},
-    openapi_extra=_OFFERS_QUERY.openapi,
 )
 async def list_offers(request: Request, query: OffersParamsDep) -> Response:
     """Each provider's latest good snapshot, cheapest per GPU-hour first, with its freshness.

@@ -10,9 +10,10 @@ from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, model_validator
 
 from api.rest.deps import ClockDep, ModelHubDep, OffloadDep, WarehouseDep
+from api.rest.parameters import NO_QUERY, known_names_only
 from api.rest.schemas_models import ModelsPage, models_page
 from api.rest.schemas_quotes import (
     QuoteIn,
@@ -49,7 +50,12 @@ def _quote(warehouse: Warehouse, request: QuoteRequest, now: datetime) -> Respon
     return Response(body, media_type="application/json")
 
 
-@router.post("/quotes", response_model=QuotesOut, summary="Rank offers by total job cost")
+@router.post(
+    "/quotes",
+    response_model=QuotesOut,
+    summary="Rank offers by total job cost",
+    dependencies=[NO_QUERY],
+)
 async def post_quotes(
     body: QuoteIn,
     warehouse: WarehouseDep,
@@ -74,6 +80,7 @@ YAML = "application/yaml"
     response_class=Response,
     summary="A SkyPilot or dstack task file for one quote",
     responses={200: {"content": {YAML: {}}, "description": "The task file (YAML)"}},
+    dependencies=[NO_QUERY],
 )
 async def post_quote_task(
     body: TaskIn, warehouse: WarehouseDep, hub: ModelHubDep, offload: OffloadDep
@@ -90,9 +97,15 @@ async def post_quote_task(
     return Response(await offload(write), media_type=YAML)
 
 
+class BestOfferQuery(WorkloadQuery):
+    """The query of `GET /offers/best`: the workload and the offer filters."""
+
+    _known_names_only = model_validator(mode="wrap")(known_names_only)
+
+
 @router.get("/offers/best", response_model=QuotesOut, summary="The cheapest offer for a job")
 async def best_offer(
-    query: Annotated[WorkloadQuery, Query()],
+    query: Annotated[BestOfferQuery, Query()],
     warehouse: WarehouseDep,
     hub: ModelHubDep,
     offload: OffloadDep,
@@ -102,7 +115,9 @@ async def best_offer(
     return await offload(lambda: _quote(warehouse, query.request(hub=hub), clock()))
 
 
-@router.get("/models", response_model=ModelsPage, summary="The model catalog")
+@router.get(
+    "/models", response_model=ModelsPage, summary="The model catalog", dependencies=[NO_QUERY]
+)
 def list_models() -> ModelsPage:
     """The catalog: each model with its total and active parameters, dense or MoE, context
     length and source. A quote also takes any Hugging Face id (`owner/name`: its config.json
