@@ -133,6 +133,12 @@ _RESOLVERS: dict[str, _Resolver] = {
         settings={"examples": ["A100-80GB"]},
     ),
     "providers": _Resolver(tuple[str, ...], _providers, (), {"max_length": MAX_NAMES}),
+    "sellers": _Resolver(
+        tuple[str, ...],
+        lambda names, _cat: frozenset(n.lower() for n in split_names(names)) or None,
+        (),
+        {"max_length": MAX_NAMES},
+    ),
     "pricing": _Resolver(Pricing | None, _text),
     "form_factor": _Resolver(FormFactor | None, _text),
     "vendor": _Resolver(Vendor | None, _text),
