@@ -76,6 +76,8 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "vultr",
         "daytona",
         "voltagepark",
+        "shadeform",
+        "primeintellect",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate

@@ -42,6 +42,8 @@ RECORDED = {
     "vultr": "vultr_plans.json",
     "daytona": "daytona_gpu_pricing.json",
     "voltagepark": "voltagepark_locations.json",
+    "shadeform": "shadeform_instance_types.json",
+    "primeintellect": "primeintellect_availability_gpus.json",
 }
 
 
