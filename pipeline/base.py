@@ -5,6 +5,8 @@ Imports nothing of the pipeline but its errors, so any module may import it with
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
@@ -45,15 +47,21 @@ class ProviderFacts:
     listed_only: bool
     in_price_index: bool
     """False for a rate source: it has no offers to index."""
+    configured: bool = True
+    """False when its key is required and not set: its runs are *not configured*, never degraded
+    (whether the variable is set, never its value)."""
 
 
-def provider_facts() -> list[ProviderFacts]:
-    """Every registered provider (and rate source), in registry order."""
-    return [_facts(module) for module in PROVIDERS.values()]
+def provider_facts(env: Mapping[str, str] | None = None) -> list[ProviderFacts]:
+    """Every registered provider (and rate source), in registry order; `configured` read from
+    `env` (default: the process environment)."""
+    environment = os.environ if env is None else env
+    return [_facts(module, environment) for module in PROVIDERS.values()]
 
 
-def _facts(module: ProviderModule) -> ProviderFacts:
+def _facts(module: ProviderModule, env: Mapping[str, str]) -> ProviderFacts:
     rates = is_rate_source(module)
+    key_set = bool(module.ENV_KEY and env.get(module.ENV_KEY, "").strip())
     return ProviderFacts(
         name=module.NAME,
         kind="rates" if rates else "offers",
@@ -65,4 +73,5 @@ def _facts(module: ProviderModule) -> ProviderFacts:
         regions_placed=len(regions(module)),
         listed_only=listed_only(module),
         in_price_index=not rates and in_price_index(module),
+        configured=key_set or not module.KEY_REQUIRED,
     )

@@ -46,8 +46,9 @@ def providers(
         typer.Option("--format", help="table, json, or markdown (the README's provider table)"),
     ] = ProvidersFormat.TABLE,
 ) -> None:
-    """Every registered provider: endpoint, key variable, default interval, currency, regions
-    placed, listed only; from the provider modules themselves."""
+    """Every registered provider: endpoint, key variable (and "not configured" when a required
+    one is not set), default interval, currency, regions placed, listed only; from the provider
+    modules themselves."""
     facts = provider_facts()
     if fmt is ProvidersFormat.JSON:
         print_json({"providers": [_as_json(f) for f in facts], "count": len(facts)})
@@ -61,7 +62,7 @@ def providers(
             wide = column == "endpoint"  # takes the room the others leave
             table.add_column(header, overflow="fold", no_wrap=not wide, ratio=1 if wide else None)
         for row in facts:
-            table.add_row(*_cells(row, code="", key_sep="\n"))
+            table.add_row(*_cells(row, code="", key_sep="\n", configured=row.configured))
         out.print(table)
 
 
@@ -72,11 +73,17 @@ def providers_markdown(facts: list[ProviderFacts]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _cells(row: ProviderFacts, *, code: str, key_sep: str = " ") -> list[str]:
+def _cells(
+    row: ProviderFacts, *, code: str, key_sep: str = " ", configured: bool = True
+) -> list[str]:
+    """A row's cells; `configured` false (the terminal table, a required key not set) says so
+    in place of "required"."""
     if row.key_variable is None:
         key = "none"
     else:
-        need = "required" if row.key_required else "optional"
+        need = (
+            "not configured" if not configured else "required" if row.key_required else "optional"
+        )
         key = f"{code}{row.key_variable}{code}{key_sep}({need})"
     return [
         row.name if row.kind == "offers" else f"{row.name}{key_sep}(rates)",
