@@ -11,7 +11,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from api.cli.common import out
+from api.cli.common import ConfigOption, load_settings, out, user_errors
 from api.cli.offers import print_json
 from pipeline.base import ProviderFacts, provider_facts
 from pipeline.timeparse import format_duration
@@ -40,16 +40,18 @@ _SHORT_HEADERS = ("provider", "endpoint", "key", "every", "cur", "places", "list
 """The terminal table's headers: the same columns, narrow enough for 80 columns."""
 
 
+@user_errors
 def providers(
     fmt: Annotated[
         ProvidersFormat,
         typer.Option("--format", help="table, json, or markdown (the README's provider table)"),
     ] = ProvidersFormat.TABLE,
+    config: ConfigOption = None,
 ) -> None:
     """Every registered provider: endpoint, key variable (and "not configured" when a required
-    one is not set), default interval, currency, regions placed, listed only; from the provider
-    modules themselves."""
-    facts = provider_facts()
+    one is set neither in the environment nor in the settings file), default interval, currency,
+    regions placed, listed only; from the provider modules themselves."""
+    facts = provider_facts(load_settings(None, config).provider_env())
     if fmt is ProvidersFormat.JSON:
         print_json({"providers": [_as_json(f) for f in facts], "count": len(facts)})
     elif fmt is ProvidersFormat.MARKDOWN:

@@ -111,3 +111,14 @@ def test_without_a_key_providers_say_not_configured_and_quality_no_degradation(
     quality = json.loads(invoke("quality", "--db", db_path, "--format", "json").output)
     health = {p["provider"]: p["health"] for p in quality["providers"]}
     assert health == {"shadeform": "not_configured", "primeintellect": "not_configured"}
+
+
+def test_a_key_given_in_the_settings_file_configures_its_provider(tmp_path, monkeypatch):
+    monkeypatch.delenv("SHADEFORM_API_KEY", raising=False)
+    config = tmp_path / "gpuprices.toml"
+    config.write_text('[api_keys]\nSHADEFORM_API_KEY = "sf-from-file"\n')
+    result = invoke("providers", "--format", "json", "--config", config)
+    facts = {f["name"]: f for f in json.loads(result.output)["providers"]}
+    assert facts["shadeform"]["configured"] is True
+    assert facts["primeintellect"]["configured"] is False
+    assert "sf-from-file" not in result.output
