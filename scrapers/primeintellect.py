@@ -37,7 +37,7 @@ import httpx
 import orjson
 
 from scrapers.base import Credentials, fetch_bytes, is_replay
-from scrapers.batch import decimal, number, offers_of_records
+from scrapers.batch import decimal, number, offers_of_records, text_field
 from scrapers.errors import MissingCredentialsError, ProviderPayloadError
 from scrapers.models import (
     FormFactor,
@@ -105,13 +105,6 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
     return offers_of_records(NAME, observed_at, items, _offers_of, id_of=_offer_id)
 
 
-def _text(record: dict[str, Any], key: str) -> str:
-    value = record[key]
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{key} is not a non-empty string: {value!r}")
-    return value.strip()
-
-
 def _place(record: dict[str, Any]) -> str | None:
     for key in ("dataCenter", "region"):
         value = record.get(key)
@@ -130,7 +123,7 @@ def _offer_id(record: Any) -> str | None:
 
 
 def _available(record: dict[str, Any]) -> bool:
-    status = _text(record, "stockStatus").lower()
+    status = text_field(record, "stockStatus").lower()
     if status in IN_STOCK:
         return True
     if status in OUT_OF_STOCK:
@@ -147,7 +140,7 @@ def _offers_of(record: Any) -> list[dict[str, Any]]:
         raise TypeError(f"prices is not an object: {prices!r}")
     box_memory_gb = number("gpuMemory", record.get("gpuMemory"))
     socket = record.get("socket")
-    gpu_raw = _text(record, "gpuType").replace("_", " ")
+    gpu_raw = text_field(record, "gpuType").replace("_", " ")
     if isinstance(socket, str) and socket.strip():
         gpu_raw = f"{gpu_raw} {socket.strip()}"
     form = socket.strip().lower() if isinstance(socket, str) else ""
