@@ -305,7 +305,8 @@ def observations_sql(
                pricing, round(price_per_gpu_hour * gpu_count, 4) AS price_per_hour,
                price_per_gpu_hour, quoted_per AS price_quoted_per, region,
                u_avail < p_available AS available, observed_at, vcpus, ram_gb, disk_gb,
-               verified, tier, reliability, country, continent, eea, eu, o AS offer_no, tick
+               verified, tier, reliability, country, continent, eea, eu, o AS offer_no, tick,
+               NULL::VARCHAR AS seller
         FROM priced
     """
 
@@ -386,7 +387,7 @@ def build(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         # Summaries as ingest builds them (same aggregate as `_SUMMARISE_BATCH`), per run.
         t0 = time.perf_counter()
         source = (
-            "(SELECT n.*, b.offer_id FROM naive.raw_observations n"
+            "(SELECT n.*, b.offer_id, NULL::VARCHAR AS seller FROM naive.raw_observations n"
             " JOIN bench_offers b ON b.o = n.offer_no)"
             if naive_ticks == ticks
             else f"({observations_sql(args.offers, ticks, per_day, 0, ticks, seed)})"

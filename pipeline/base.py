@@ -5,6 +5,8 @@ Imports nothing of the pipeline but its errors, so any module may import it with
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Literal
@@ -57,15 +59,21 @@ class ProviderFacts:
     listed_only: bool
     in_price_index: bool
     """False for a rate source: it has no offers to index."""
+    configured: bool = True
+    """False when its key is required and not set: its runs are *not configured*, never degraded
+    (whether the variable is set, never its value)."""
 
 
-def provider_facts() -> list[ProviderFacts]:
-    """Every registered source: the rate sources, then the providers, in registry order."""
-    return [_facts(source) for source in sources().values()]
+def provider_facts(env: Mapping[str, str] | None = None) -> list[ProviderFacts]:
+    """Every registered source: the rate sources, then the providers, in registry order;
+    `configured` read from `env` (default: the process environment)."""
+    environment = os.environ if env is None else env
+    return [_facts(source, environment) for source in sources().values()]
 
 
-def _facts(source: Source) -> ProviderFacts:
+def _facts(source: Source, env: Mapping[str, str]) -> ProviderFacts:
     offers = source if isinstance(source, Provider) else None
+    key_set = bool(source.env_key and env.get(source.env_key, "").strip())
     return ProviderFacts(
         name=source.name,
         kind="rates" if isinstance(source, RateSource) else "offers",
@@ -77,6 +85,7 @@ def _facts(source: Source) -> ProviderFacts:
         regions_placed=len(regions(source)),
         listed_only=offers is not None and offers.listed_only,
         in_price_index=offers is not None and offers.in_price_index,
+        configured=key_set or not source.key_required,
     )
 
 

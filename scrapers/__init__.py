@@ -87,6 +87,8 @@ MODULES: tuple[ModuleType, ...] = tuple(
         "fluidstack",
         "latitude",
         "mithril",
+        "shadeform",
+        "primeintellect",
     )
 )
 """The registry: one line per provider module (by file name), in collection order; the rate

@@ -43,6 +43,7 @@ __all__ = [
     "id_field",
     "number",
     "offers_of_records",
+    "text_field",
     "whole",
 ]
 
@@ -118,6 +119,15 @@ def whole(name: str, value: object) -> int:
     if not INT64_RANGE[0] <= value <= INT64_RANGE[1]:
         raise ValueError(f"{name} {value} is past a 64-bit integer")
     return value
+
+
+def text_field(record: Mapping[str, Any], key: str) -> str:
+    """A JSON record's `key` as a non-empty string, stripped; a missing key is a KeyError, another
+    value a ValueError naming it (both make the record a reject)."""
+    value = record[key]
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{key} is not a non-empty string: {value!r}")
+    return value.strip()
 
 
 def _count(name: str, value: object) -> int:

@@ -33,7 +33,7 @@ import httpx
 import orjson
 
 from scrapers.base import Credentials, fetch_bytes
-from scrapers.batch import number, offers_of_records
+from scrapers.batch import number, offers_of_records, text_field
 from scrapers.errors import ProviderPayloadError
 from scrapers.models import FormFactor, ParseResult, Pricing
 
@@ -74,13 +74,6 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
     return offers_of_records(NAME, observed_at, options, _offers_of, id_of=_option_id)
 
 
-def _text(record: dict[str, Any], key: str) -> str:
-    value = record[key]
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{key} is not a non-empty string: {value!r}")
-    return value.strip()
-
-
 def _option_id(record: Any) -> str | None:
     if not isinstance(record, dict):
         return None
@@ -114,7 +107,7 @@ def _node_sum(nodes: list[dict[str, Any]], *keys: str) -> float | None:
 def _offers_of(record: Any) -> list[dict[str, Any]]:
     if not isinstance(record, dict):
         raise TypeError(f"a rental option is not an object: {record!r}")
-    gpu_type, form = _text(record, "gpuType"), _text(record, "gpuFormFactor")
+    gpu_type, form = text_field(record, "gpuType"), text_field(record, "gpuFormFactor")
     nodes = record.get("nodes") or []
     if not isinstance(nodes, list) or not all(isinstance(node, dict) for node in nodes):
         raise TypeError(f"nodes is not a list of objects: {nodes!r}")
@@ -124,7 +117,7 @@ def _offers_of(record: Any) -> list[dict[str, Any]]:
     cents = number("costPerHourCents", record["costPerHourCents"])
     if cents is None:
         raise ValueError("costPerHourCents is null")
-    machine, connection = _text(record, "machineType"), _text(record, "connectionType")
+    machine, connection = text_field(record, "machineType"), text_field(record, "connectionType")
     variant = record.get("ethernetVariant")
     tier = f"{machine}, {connection}" + (f" ({variant})" if variant else "")
     return [
@@ -135,7 +128,7 @@ def _offers_of(record: Any) -> list[dict[str, Any]]:
             "gpu_count": record["gpuCount"],
             "pricing": Pricing.ON_DEMAND,
             "price_per_hour": cents / CENTS_PER_DOLLAR,
-            "region": _text(record, "region"),
+            "region": text_field(record, "region"),
             "available": _available(record),
             "tier": tier,
             "vcpus": _node_sum(nodes, "vcpuCount", "cpuCount"),

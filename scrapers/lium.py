@@ -33,7 +33,7 @@ from typing import Any
 import httpx
 
 from scrapers.base import Credentials, fetch_bytes
-from scrapers.batch import id_field, number, offers_of_records
+from scrapers.batch import id_field, number, offers_of_records, text_field
 from scrapers.models import CENT_TOLERANCE_USD, ParseResult, Pricing, json_object_with_list
 
 NAME = "lium"
@@ -70,13 +70,6 @@ def _count(node: dict[str, Any], key: str) -> int:
     return value
 
 
-def _text(node: dict[str, Any], key: str) -> str:
-    value = node[key]
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{key} is not a non-empty string: {value!r}")
-    return value.strip()
-
-
 def _region(node: dict[str, Any]) -> str | None:
     code = node.get("country_code")
     if not isinstance(code, str) or not code.strip():
@@ -94,7 +87,7 @@ def _share(node: dict[str, Any], key: str, share: float) -> float | None:
 def _offers_of(node: Any) -> list[dict[str, Any]]:
     if not isinstance(node, dict):
         raise TypeError(f"a node is not an object: {node!r}")
-    node_id, tier = _text(node, "id"), _text(node, "tier")
+    node_id, tier = text_field(node, "id"), text_field(node, "tier")
     pricing = PRICINGS.get(tier)
     if pricing is None:
         raise ValueError(f"unknown tier {tier!r} (known: {', '.join(PRICINGS)})")
@@ -113,7 +106,7 @@ def _offers_of(node: Any) -> list[dict[str, Any]]:
     rentable = free >= max(smallest, 1)
     counts = sorted({max(smallest, 1), free}) if rentable else [gpus]
     common = {
-        "gpu_raw": _text(node, "gpu_model"),
+        "gpu_raw": text_field(node, "gpu_model"),
         "vram_gb": number("gpu_memory_gb", node.get("gpu_memory_gb")),
         "pricing": pricing,
         "price_per_gpu_hour": per_gpu,

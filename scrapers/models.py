@@ -37,6 +37,7 @@ __all__ = [
     "json_object_with_list",
     "json_raw",
     "reason_of",
+    "seller_name",
 ]
 
 MAX_TEXT_CHARS = 256
@@ -102,6 +103,10 @@ OFFER_SCHEMA = pa.schema(
         ("price_per_month_native", pa.float64()),  # monthly cap, in `currency`
         ("price_per_month_usd", pa.float64()),
         ("published_usd_per_hour", pa.float64()),  # a non-USD offer's own USD figure: a check only
+        # Aggregators (Shadeform, Prime Intellect): who sells the GPU behind the offer, as one of
+        # our provider names where one exists ("lambda", "verda"), else lower-case as served;
+        # null = sold by `provider` itself.
+        ("seller", pa.string()),
     ]
 )
 """The one declaration of an offer's fields. The warehouse stores these columns `BY NAME` and
@@ -170,6 +175,16 @@ def reason_of(exc: Exception) -> str:
     if isinstance(exc, KeyError):
         return f"missing field {exc.args[0]!r}"
     return str(exc).replace("\n", "; ")
+
+
+def seller_name(served: object, spellings: dict[str, str]) -> str:
+    """An aggregator's name for the cloud behind an offer as ours: `spellings` maps the served
+    names that differ from our provider names (`lambdalabs` → `lambda`); any other name is kept
+    lower-case as served. A missing or empty name raises, for the parser to reject the record."""
+    if not isinstance(served, str) or not served.strip():
+        raise ValueError(f"the seller is not a non-empty string: {served!r}")
+    name = served.strip().lower()
+    return spellings.get(name, name)
 
 
 def json_raw(record: Any) -> str:

@@ -2,7 +2,8 @@
 
 - `index_rollups` (the price index, see `warehouse.index`): per interval, UTC bucket and
   provider, the per-GPU cheapest available price of the provider's last good snapshot in the
-  bucket, with the offer it came from.
+  bucket, with the offer it came from (an aggregator's resale of a cloud we collect directly is
+  not counted: `warehouse.summaries.COUNTED_ONCE`).
 - `history_rollups` (`/prices/history` at `1h` and `1d`): per interval, bucket, GPU, form factor,
   provider and pricing, the bucket statistics of `warehouse.history` (`BUCKET_AGGREGATES` over
   the bucket's per-snapshot summaries), recomputed from the summaries of that provider's bucket.
@@ -20,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 import duckdb
 
 from warehouse.quality import SUSPECT_IN_BATCH
-from warehouse.summaries import BUCKET_AGGREGATES, POINT_JSON
+from warehouse.summaries import BUCKET_AGGREGATES, COUNTED_ONCE, POINT_JSON
 
 __all__ = ["ROLLUP_INTERVALS", "bucket_start", "rebuild_rollups", "roll_up_run"]
 
@@ -42,8 +43,10 @@ _THIS_PROVIDERS_BUCKETS = """
 _INDEX_ROLL_UP = f"""
     INSERT INTO index_rollups BY NAME
     SELECT b.bucket_interval, b.t, provider, run_id, observed_at, gpu, form_factor, pricing,
-           min(price_per_gpu_hour) FILTER (WHERE available) AS price_per_gpu_hour,
-           arg_min(offer_id, price_per_gpu_hour) FILTER (WHERE available) AS offer_id
+           min(price_per_gpu_hour) FILTER (WHERE available AND {COUNTED_ONCE})
+               AS price_per_gpu_hour,
+           arg_min(offer_id, price_per_gpu_hour) FILTER (WHERE available AND {COUNTED_ONCE})
+               AS offer_id
     FROM offer_batch, {_BUCKETS}
     WHERE gpu IS NOT NULL AND {SUSPECT_IN_BATCH} AND NOT EXISTS (
         SELECT 1 FROM index_rollups AS r

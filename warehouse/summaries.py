@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
-__all__ = ["BUCKET_AGGREGATES", "POINT_JSON", "SUMMARISE_BATCH", "SUMMARY_AGGREGATES"]
+__all__ = [
+    "BUCKET_AGGREGATES",
+    "COUNTED_ONCE",
+    "POINT_JSON",
+    "SUMMARISE_BATCH",
+    "SUMMARY_AGGREGATES",
+]
 
-SUMMARY_AGGREGATES = """
+COUNTED_ONCE = """
+    (seller IS NULL OR seller NOT IN (SELECT provider FROM collection_runs WHERE status = 'ok'))
+"""
+"""An offer counted in the cheapest available price of its snapshot (and so in the price index):
+sold by its provider itself, or resold by an aggregator (Shadeform, Prime Intellect) for a seller
+we do not collect directly (no good run of a provider of that name). A resale of a cloud we
+collect is counted once, through that cloud's own offers; it stays listed with its `seller`."""
+
+SUMMARY_AGGREGATES = f"""
     min(price_per_gpu_hour) AS min_price,
     quantile_cont(price_per_gpu_hour, 0.25) AS p25_price,
     quantile_cont(price_per_gpu_hour, 0.5) AS median_price,
     max(price_per_gpu_hour) AS max_price,
     count(*) AS offer_count,
     count(*) FILTER (WHERE available) AS available_count,
-    min(price_per_gpu_hour) FILTER (WHERE available) AS min_available_price,
-    arg_min(offer_id, price_per_gpu_hour) FILTER (WHERE available) AS min_available_offer_id
+    min(price_per_gpu_hour) FILTER (WHERE available AND {COUNTED_ONCE}) AS min_available_price,
+    arg_min(offer_id, price_per_gpu_hour) FILTER (WHERE available AND {COUNTED_ONCE})
+        AS min_available_offer_id
 """
 """One snapshot's figures over its offers: ingest, history rebuilt from raw, bench/history.py."""
 

@@ -172,9 +172,10 @@ def offers_table(rows: list[dict[str, Any]], sort: str = "price_per_gpu_hour") -
         state = "available" if row["available"] else "sold out"
         if row["stale"]:
             state += " [yellow]STALE[/yellow]"
+        seller = row.get("seller")
         table.add_row(
             gpu,
-            row["provider"],
+            f"{row['provider']}\nvia {seller}" if seller else row["provider"],
             "spot" if row["pricing"] == "spot" else "on-demand",
             f"{row['price_per_gpu_hour']:.4f}",
             f"{row['price_per_hour']:.2f}",

@@ -4,8 +4,6 @@ fails when the README's or docker-compose.yml's copy is stale)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
 from dataclasses import asdict
 from enum import StrEnum
 from typing import Annotated, Any
@@ -14,7 +12,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from api.cli.common import out
+from api.cli.common import ConfigOption, load_settings, out, user_errors
 from api.cli.offers import print_json
 from pipeline.base import ProviderFacts, collector_shares, provider_facts
 from pipeline.timeparse import format_duration
@@ -55,6 +53,7 @@ _SHORT_HEADERS = ("provider", "endpoint", "key", "every", "cur", "places", "list
 """The terminal table's headers: the same columns, narrow enough for 80 columns."""
 
 
+@user_errors
 def providers(
     fmt: Annotated[
         ProvidersFormat,
@@ -64,16 +63,17 @@ def providers(
             "collectors of docker-compose.yml)",
         ),
     ] = ProvidersFormat.TABLE,
+    config: ConfigOption = None,
 ) -> None:
-    """Every registered provider: endpoint, key variable (`not configured` when a required key is
-    not set), default interval, currency, regions placed, listed only; from the modules."""
+    """Every registered provider: endpoint, key variable (and "not configured" when a required
+    one is set neither in the environment nor in the settings file), default interval, currency,
+    regions placed, listed only; from the provider modules themselves."""
     if fmt is ProvidersFormat.COMPOSE:
         typer.echo(lake_collectors_yaml(collector_shares()), nl=False)
         return
-    facts = provider_facts()
+    facts = provider_facts(load_settings(None, config).provider_env())
     if fmt is ProvidersFormat.JSON:
-        found = [_as_json(f) | {"configured": _configured(f, os.environ)} for f in facts]
-        print_json({"providers": found, "count": len(facts)})
+        print_json({"providers": [_as_json(f) for f in facts], "count": len(facts)})
     elif fmt is ProvidersFormat.MARKDOWN:
         typer.echo(providers_markdown(facts), nl=False)
     else:
@@ -84,7 +84,7 @@ def providers(
             wide = column == "endpoint"  # takes the room the others leave
             table.add_column(header, overflow="fold", no_wrap=not wide, ratio=1 if wide else None)
         for row in facts:
-            table.add_row(*_cells(row, code="", key_sep="\n", env=os.environ))
+            table.add_row(*_cells(row, code="", key_sep="\n", configured=row.configured))
         out.print(table)
 
 
@@ -114,22 +114,17 @@ def lake_collectors_yaml(shares: list[list[str]]) -> str:
     return "\n".join([*lines[:-1], COMPOSE_END]) + "\n"
 
 
-def _configured(row: ProviderFacts, env: Mapping[str, str]) -> bool:
-    """Whether a collection can run: no key needed, or the required key set (never shown)."""
-    return not row.key_required or bool(env.get(row.key_variable or "", "").strip())
-
-
 def _cells(
-    row: ProviderFacts, *, code: str, key_sep: str = " ", env: Mapping[str, str] | None = None
+    row: ProviderFacts, *, code: str, key_sep: str = " ", configured: bool = True
 ) -> list[str]:
-    """One row; with `env` (the terminal table, not the README's) a required key that is not
-    set reads `not configured`."""
+    """A row's cells; `configured` false (the terminal table, a required key not set) says so
+    in place of "required"."""
     if row.key_variable is None:
         key = "none"
     else:
-        need = "required" if row.key_required else "optional"
-        if env is not None and not _configured(row, env):
-            need = "not configured"
+        need = (
+            "not configured" if not configured else "required" if row.key_required else "optional"
+        )
         key = f"{code}{row.key_variable}{code}{key_sep}({need})"
     return [
         row.name if row.kind == "offers" else f"{row.name}{key_sep}(rates)",

@@ -75,6 +75,11 @@ class OfferOut(BaseModel):
         description="The provider's own USD figure beside a non-USD price: a check, never the "
         "price (that is the ECB conversion)",
     )
+    seller: str | None = Field(
+        default=None,
+        description="Who sells the GPU behind an aggregator's offer (a provider name where we "
+        "have one, e.g. lambda); null when `provider` sells it itself",
+    )
     price_per_pflop_hour: float | None = Field(
         default=None,
         description="USD per dense BF16 PFLOP-hour (FP16 where the card has no BF16), from the "

@@ -127,6 +127,7 @@ _RESOLVERS: dict[str, _Resolver] = {
         settings={"examples": ["A100-80GB"]},
     ),
     "providers": _Resolver(_providers),
+    "sellers": _Resolver(lambda names, _cat: frozenset(n.lower() for n in names) or None),
     "pricing": _Resolver(_text),
     "form_factor": _Resolver(_text),
     "vendor": _Resolver(_text),
@@ -180,6 +181,7 @@ class OfferScope(BaseModel):
 
     gpu: Annotated[Name | None, _declared("gpu")] = None
     providers: Annotated[Names, _declared("providers")] = ()
+    sellers: Annotated[Names, _declared("sellers")] = ()
     pricing: Annotated[Pricing | None, _declared("pricing")] = None
     region: Annotated[Name | None, _declared("region")] = None
     form_factor: Annotated[FormFactor | None, _declared("form_factor")] = None

@@ -24,6 +24,7 @@ from typing import Any
 
 from pipeline.catalog import Catalog, GpuVariant
 from pipeline.errors import WorkloadError
+from pipeline.market.sellers import SOLD_CHEAPER_DIRECTLY, resold_dearer
 from pipeline.workload.fit import (
     GpuType,
     gpu_type,
@@ -200,9 +201,10 @@ def rank_offers(
 ) -> Ranking:
     """Offers that can run `w`, cheapest in total first (then fastest, then most headroom).
 
-    Each offer's job uses all its GPUs (section 4.3). Spot offers are ranked only when
-    `include_spot`, each with its interruption risk; every offer left out is counted in a
-    `Skipped` group with its reason. `w.tokens` must be set.
+    Each offer's job uses all its GPUs (section 4.3). An aggregator's resale is left out when its
+    seller's own offer of the same machine is as cheap (`pipeline.market.sellers`). Spot offers
+    are ranked only when `include_spot`, each with its interruption risk; every offer left out is
+    counted in a `Skipped` group with its reason. `w.tokens` must be set.
     """
     if w.tokens is None:
         raise WorkloadError("tokens", "needed to estimate hours and cost")
@@ -219,11 +221,15 @@ def rank_offers(
     )
     skipped: Counter[tuple[str, str]] = Counter()
     ranked: list[tuple[float, float, float, int, Mapping[str, Any], _Plan]] = []
+    resales = resold_dearer(offers)
     for index, offer in enumerate(offers):
         get = offer.get
         gpu_id = get("gpu")
         if gpu_id is None:
             skipped[(str(get("gpu_raw")), UNKNOWN_GPU)] += 1
+            continue
+        if index in resales:
+            skipped[(gpu_id, SOLD_CHEAPER_DIRECTLY)] += 1
             continue
         if get("pricing") == "spot":
             if not include_spot:

@@ -30,6 +30,7 @@ DERIVED = {"vendor": {f.gpu: f.vendor for f in FIGURES}}
 TEXTS = {
     "gpu": ["H100-80GB", "A100-80GB", "MI300X", "RTX 4090", None],
     "provider": ["vastai", "runpod", "lambda"],
+    "seller": ["lambda", "massedcompute", None],
     "pricing": ["on_demand", "spot"],
     "form_factor": ["SXM", "PCIe", None],
     "region": ["us-texas-1", "EU-SE-1", "Sweden", "texas", None],
