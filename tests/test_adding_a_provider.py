@@ -131,6 +131,7 @@ def test_a_registered_module_is_listed_by_gpuprices_providers(acmegpu):
         "regions_placed": 1,
         "listed_only": True,
         "in_price_index": True,
+        "configured": True,  # its key is optional
     }
     markdown = runner.invoke(app, ["providers", "--format", "markdown"]).stdout
     assert "| acmegpu | `https://api.acme-gpu.example/v1/prices` |" in markdown
