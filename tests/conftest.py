@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import shutil
 import socket
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -38,9 +39,26 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "gpuprices.duckdb"
 
 
+def open_copy(template: Path, db_path: Path) -> Warehouse:
+    """A warehouse of the test's own at `db_path`, starting as a copy of `template` (a closed
+    database built once per session): the test may write, the template stays as built."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template, db_path)
+    return Warehouse.open(db_path)
+
+
+@pytest.fixture(scope="session")
+def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new database, migrated once per session (migrating takes most of opening a new file)."""
+    path = tmp_path_factory.mktemp("migrated") / "gpuprices.duckdb"
+    Warehouse.open(path).close()
+    return path
+
+
 @pytest.fixture
-def warehouse(db_path: Path) -> Iterator[Warehouse]:
-    with Warehouse.open(db_path) as wh:
+def warehouse(db_path: Path, migrated_template: Path) -> Iterator[Warehouse]:
+    """A new, migrated database of the test's own."""
+    with open_copy(migrated_template, db_path) as wh:
         yield wh
 
 
