@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import shutil
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -53,6 +53,36 @@ def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("migrated") / "gpuprices.duckdb"
     Warehouse.open(path).close()
     return path
+
+
+def build_template(folder: Path, build: Callable[[Warehouse, Path], object]) -> Path:
+    """A closed database at `folder` (a module's or the session's), migrated then filled by
+    `build(warehouse, folder)`: built once, copied into tests' own warehouses (`fill_from`)."""
+    path = folder / "template.duckdb"
+    with Warehouse.open(path) as wh:
+        build(wh, folder)
+    return path
+
+
+def fill_from(warehouse: Warehouse, template: Path) -> Warehouse:
+    """Copy every row of `template` into the test's new `warehouse` (the same object the test
+    holds, so its app and its asserts see one database): what building it again would store."""
+    with warehouse.cursor() as cur:
+        cur.execute(f"ATTACH '{template}' AS template (READ_ONLY)")
+        try:
+            tables = [
+                name
+                for (name,) in cur.execute(
+                    "SELECT table_name FROM duckdb_tables() WHERE database_name = 'template' "
+                    "AND schema_name = 'main' AND table_name <> 'schema_version'"
+                ).fetchall()
+            ]
+            with warehouse.transaction() as write:
+                for name in tables:
+                    write.execute(f'INSERT INTO main."{name}" SELECT * FROM template.main."{name}"')
+        finally:
+            cur.execute("DETACH template")
+    return warehouse
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, build_template, fill_from
 from warehouse import Warehouse
 
 DAY1 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -99,9 +99,15 @@ def by_hand(
     return (statistics.median(values) if values else None), len(values)
 
 
+@pytest.fixture(scope="module")
+def history(tmp_path_factory) -> Path:
+    """`build_history`'s database, built once for the module."""
+    return build_template(tmp_path_factory.mktemp("index-history"), build_history)
+
+
 @pytest.fixture
-def index_client(warehouse, db_path, tmp_path):
-    build_history(warehouse, tmp_path)
+def index_client(warehouse, db_path, history):
+    fill_from(warehouse, history)
     settings = Settings(db=db_path, scheduler=False)
     with TestClient(create_app(settings, warehouse, clock=lambda: NOW)) as client:
         yield client
