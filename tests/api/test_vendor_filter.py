@@ -16,7 +16,7 @@ from api.mcp import tool_list
 from pipeline.catalog import get_catalog
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES, LOOPBACK_URL, OBSERVED_AT
+from tests.conftest import FIXTURES, LOOPBACK_URL, OBSERVED_AT, build_template, fill_from
 
 REPLAYS = {
     "crusoe": FIXTURES / "crusoe_pricing.html",
@@ -34,9 +34,19 @@ def vendor_of(gpu: str) -> str:
     return get_catalog().variants_of(gpu)[0].vendor.lower()
 
 
-@pytest.fixture
-def market_db(warehouse, db_path):
+def collect_replays(warehouse, _folder) -> None:
     run_collection(list(REPLAYS), warehouse, replays=REPLAYS, now=lambda: OBSERVED_AT)
+
+
+@pytest.fixture(scope="module")
+def market(tmp_path_factory):
+    """The recorded answers of REPLAYS, collected once for the module."""
+    return build_template(tmp_path_factory.mktemp("vendors"), collect_replays)
+
+
+@pytest.fixture
+def market_db(warehouse, db_path, market):
+    fill_from(warehouse, market)
     return db_path
 
 
