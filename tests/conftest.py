@@ -39,12 +39,17 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "gpuprices.duckdb"
 
 
-def open_copy(template: Path, db_path: Path) -> Warehouse:
-    """A warehouse of the test's own at `db_path`, starting as a copy of `template` (a closed
-    database built once per session): the test may write, the template stays as built."""
+def copy_of(template: Path, db_path: Path) -> Path:
+    """`db_path`, a database of the test's own, made a copy of `template` (a closed database
+    built once per session or module): the test may write, the template stays as built."""
     db_path.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(template, db_path)
-    return Warehouse.open(db_path)
+    return db_path
+
+
+def open_copy(template: Path, db_path: Path) -> Warehouse:
+    """The warehouse at `copy_of(template, db_path)`."""
+    return Warehouse.open(copy_of(template, db_path))
 
 
 @pytest.fixture(scope="session")
