@@ -69,6 +69,17 @@ def build_template(folder: Path, build: Callable[[Warehouse, Path], object]) -> 
     return path
 
 
+def module_template(build: Callable[[Warehouse, Path], object]):
+    """A module-scoped fixture giving `build_template`'s database for `build`: assign it to the
+    fixture's name in the test module (`history = module_template(build_history)`)."""
+
+    @pytest.fixture(scope="module")
+    def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return build_template(tmp_path_factory.mktemp(build.__name__), build)
+
+    return template
+
+
 def fill_from(warehouse: Warehouse, template: Path) -> Warehouse:
     """Copy every row of `template` into the test's new `warehouse` (the same object the test
     holds, so its app and its asserts see one database): what building it again would store."""

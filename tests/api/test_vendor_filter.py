@@ -16,7 +16,7 @@ from api.mcp import tool_list
 from pipeline.catalog import get_catalog
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES, LOOPBACK_URL, OBSERVED_AT, build_template, fill_from
+from tests.conftest import FIXTURES, LOOPBACK_URL, OBSERVED_AT, fill_from, module_template
 
 REPLAYS = {
     "crusoe": FIXTURES / "crusoe_pricing.html",
@@ -38,10 +38,8 @@ def collect_replays(warehouse, _folder) -> None:
     run_collection(list(REPLAYS), warehouse, replays=REPLAYS, now=lambda: OBSERVED_AT)
 
 
-@pytest.fixture(scope="module")
-def market(tmp_path_factory):
-    """The recorded answers of REPLAYS, collected once for the module."""
-    return build_template(tmp_path_factory.mktemp("vendors"), collect_replays)
+market = module_template(collect_replays)
+"""The recorded answers of REPLAYS, collected once for the module."""
 
 
 @pytest.fixture

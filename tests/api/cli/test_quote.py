@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from api.cli.quote import quote
 from pipeline.collection.collect import run_collection
-from tests.conftest import FIXTURES, OBSERVED_AT, build_template, copy_of
+from tests.conftest import FIXTURES, OBSERVED_AT, copy_of, module_template
 from warehouse import Warehouse
 
 BREAKDOWN = {"weights", "gradients", "optimizer", "activations", "logits", "overhead"}
@@ -40,9 +40,7 @@ def sample_snapshot(warehouse: Warehouse, _folder: Path) -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def snapshot_template(tmp_path_factory) -> Path:
-    return build_template(tmp_path_factory.mktemp("quote-snapshot"), sample_snapshot)
+snapshot_template = module_template(sample_snapshot)
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES, OBSERVED_AT, Clock, build_template, fill_from
+from tests.conftest import FIXTURES, OBSERVED_AT, Clock, fill_from, module_template
 
 WORKLOAD = {"model": "Llama-3.1-8B", "method": "qlora", "tokens": "50M", "seq_len": "2048"}
 
@@ -34,9 +34,7 @@ def two_points(warehouse, _folder) -> None:
         )
 
 
-@pytest.fixture(scope="module")
-def two_points_template(tmp_path_factory):
-    return build_template(tmp_path_factory.mktemp("web-route"), two_points)
+two_points_template = module_template(two_points)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from api.app import create_app
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES, build_template, fill_from
+from tests.conftest import FIXTURES, fill_from, module_template
 
 T0 = datetime(2026, 3, 1, 10, tzinfo=UTC)
 TIMES = [T0, T0 + timedelta(hours=2), T0 + timedelta(hours=4)]
@@ -42,10 +42,8 @@ def three_collections(warehouse, folder: Path) -> None:
         run_collection(["vastai"], warehouse, replays={"vastai": path}, now=lambda at=at: at)
 
 
-@pytest.fixture(scope="module")
-def history(tmp_path_factory) -> Path:
-    """`three_collections`, collected once for the module."""
-    return build_template(tmp_path_factory.mktemp("history"), three_collections)
+history = module_template(three_collections)
+"""`three_collections`, collected once for the module."""
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES, build_template, fill_from
+from tests.conftest import FIXTURES, fill_from, module_template
 from warehouse import Warehouse
 
 DAY1 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -99,10 +99,8 @@ def by_hand(
     return (statistics.median(values) if values else None), len(values)
 
 
-@pytest.fixture(scope="module")
-def history(tmp_path_factory) -> Path:
-    """`build_history`'s database, built once for the module."""
-    return build_template(tmp_path_factory.mktemp("index-history"), build_history)
+history = module_template(build_history)
+"""`build_history`'s database, built once for the module."""
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from pipeline.settings import Settings
 from tests.api.rest.routes.test_index import replay, vastai_body
-from tests.conftest import build_template, fill_from
+from tests.conftest import fill_from, module_template
 
 DAY0 = datetime(2026, 3, 1, tzinfo=UTC)
 NOW = DAY0 + timedelta(days=4, hours=15, minutes=30)
@@ -37,10 +37,8 @@ def five_days(warehouse, tmp_path) -> None:
             replay(warehouse, tmp_path, "vastai", start + timedelta(hours=hour), body)
 
 
-@pytest.fixture(scope="module")
-def history(tmp_path_factory):
-    """`five_days` of Vast.ai answers, collected once for the module."""
-    return build_template(tmp_path_factory.mktemp("market-history"), five_days)
+history = module_template(five_days)
+"""`five_days` of Vast.ai answers, collected once for the module."""
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES, OBSERVED_AT, build_template, fill_from
+from tests.conftest import FIXTURES, OBSERVED_AT, fill_from, module_template
 
 REPLAYS = {
     "vastai": FIXTURES / "vastai_bundles_europe.json",
@@ -36,10 +36,8 @@ def collect_replays(warehouse, _folder) -> None:
     run_collection(list(REPLAYS), warehouse, replays=REPLAYS, now=lambda: OBSERVED_AT)
 
 
-@pytest.fixture(scope="module")
-def market(tmp_path_factory):
-    """The recorded answers of REPLAYS, collected once for the module."""
-    return build_template(tmp_path_factory.mktemp("regions"), collect_replays)
+market = module_template(collect_replays)
+"""The recorded answers of REPLAYS, collected once for the module."""
 
 
 @pytest.fixture
