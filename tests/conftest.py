@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+import shutil
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -38,9 +39,72 @@ def db_path(tmp_path: Path) -> Path:
     return tmp_path / "gpuprices.duckdb"
 
 
+def copy_of(template: Path, db_path: Path) -> Path:
+    """`db_path`, a database of the test's own, made a copy of `template` (a closed database
+    built once per session or module): the test may write, the template stays as built."""
+    db_path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template, db_path)
+    return db_path
+
+
+def open_copy(template: Path, db_path: Path) -> Warehouse:
+    """The warehouse at `copy_of(template, db_path)`."""
+    return Warehouse.open(copy_of(template, db_path))
+
+
+@pytest.fixture(scope="session")
+def migrated_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new database, migrated once per session (migrating takes most of opening a new file)."""
+    path = tmp_path_factory.mktemp("migrated") / "gpuprices.duckdb"
+    Warehouse.open(path).close()
+    return path
+
+
+def build_template(folder: Path, build: Callable[[Warehouse, Path], object]) -> Path:
+    """A closed database at `folder` (a module's or the session's), migrated then filled by
+    `build(warehouse, folder)`: built once, copied into tests' own warehouses (`fill_from`)."""
+    path = folder / "template.duckdb"
+    with Warehouse.open(path) as wh:
+        build(wh, folder)
+    return path
+
+
+def module_template(build: Callable[[Warehouse, Path], object]):
+    """A module-scoped fixture giving `build_template`'s database for `build`: assign it to the
+    fixture's name in the test module (`history = module_template(build_history)`)."""
+
+    @pytest.fixture(scope="module")
+    def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+        return build_template(tmp_path_factory.mktemp(build.__name__), build)
+
+    return template
+
+
+def fill_from(warehouse: Warehouse, template: Path) -> Warehouse:
+    """Copy every row of `template` into the test's new `warehouse` (the same object the test
+    holds, so its app and its asserts see one database): what building it again would store."""
+    with warehouse.cursor() as cur:
+        cur.execute(f"ATTACH '{template}' AS template (READ_ONLY)")
+        try:
+            tables = [
+                name
+                for (name,) in cur.execute(
+                    "SELECT table_name FROM duckdb_tables() WHERE database_name = 'template' "
+                    "AND schema_name = 'main' AND table_name <> 'schema_version'"
+                ).fetchall()
+            ]
+            with warehouse.transaction() as write:
+                for name in tables:
+                    write.execute(f'INSERT INTO main."{name}" SELECT * FROM template.main."{name}"')
+        finally:
+            cur.execute("DETACH template")
+    return warehouse
+
+
 @pytest.fixture
-def warehouse(db_path: Path) -> Iterator[Warehouse]:
-    with Warehouse.open(db_path) as wh:
+def warehouse(db_path: Path, migrated_template: Path) -> Iterator[Warehouse]:
+    """A new, migrated database of the test's own."""
+    with open_copy(migrated_template, db_path) as wh:
         yield wh
 
 

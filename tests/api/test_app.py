@@ -11,7 +11,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.app import create_app
 from pipeline.settings import Settings
-from tests.search_market import collect_market
 
 
 class Seen:
@@ -27,9 +26,8 @@ class Seen:
 
 
 @pytest.fixture
-def market(warehouse, db_path, tmp_path):
-    collect_market(warehouse, tmp_path)
-    return create_app(Settings(db=db_path, scheduler=False), warehouse)
+def market(search_market, db_path):
+    return create_app(Settings(db=db_path, scheduler=False), search_market)
 
 
 def test_a_middleware_added_to_the_app_sees_every_offers_request(market):

@@ -16,7 +16,7 @@ from api.mcp import tool_list
 from pipeline.catalog import get_catalog
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES, LOOPBACK_URL, OBSERVED_AT
+from tests.conftest import FIXTURES, LOOPBACK_URL, OBSERVED_AT, fill_from, module_template
 
 REPLAYS = {
     "crusoe": FIXTURES / "crusoe_pricing.html",
@@ -34,9 +34,17 @@ def vendor_of(gpu: str) -> str:
     return get_catalog().variants_of(gpu)[0].vendor.lower()
 
 
-@pytest.fixture
-def market_db(warehouse, db_path):
+def collect_replays(warehouse, _folder) -> None:
     run_collection(list(REPLAYS), warehouse, replays=REPLAYS, now=lambda: OBSERVED_AT)
+
+
+market = module_template(collect_replays)
+"""The recorded answers of REPLAYS, collected once for the module."""
+
+
+@pytest.fixture
+def market_db(warehouse, db_path, market):
+    fill_from(warehouse, market)
     return db_path
 
 

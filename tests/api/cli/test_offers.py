@@ -10,15 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from api.cli.commands import app
-from tests.search_market import collect_market
 
 runner = CliRunner()
 
 
 @pytest.fixture
-def market_db(warehouse, db_path, tmp_path):
-    collect_market(warehouse, tmp_path)
-    warehouse.close()
+def market_db(search_market, db_path):
+    search_market.close()
     return db_path
 
 

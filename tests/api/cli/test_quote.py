@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from api.cli.quote import quote
 from pipeline.collection.collect import run_collection
-from tests.conftest import FIXTURES, OBSERVED_AT
+from tests.conftest import FIXTURES, OBSERVED_AT, copy_of, module_template
 from warehouse import Warehouse
 
 BREAKDOWN = {"weights", "gradients", "optimizer", "activations", "logits", "overhead"}
@@ -31,16 +31,22 @@ def cli() -> typer.Typer:
     return app
 
 
+def sample_snapshot(warehouse: Warehouse, _folder: Path) -> None:
+    run_collection(
+        ["vastai"],
+        warehouse,
+        replays={"vastai": FIXTURES / "vastai_bundles.json"},
+        observed_at=OBSERVED_AT,
+    )
+
+
+snapshot_template = module_template(sample_snapshot)
+
+
 @pytest.fixture
-def snapshot(db_path: Path) -> Path:
-    with Warehouse.open(db_path) as warehouse:
-        run_collection(
-            ["vastai"],
-            warehouse,
-            replays={"vastai": FIXTURES / "vastai_bundles.json"},
-            observed_at=OBSERVED_AT,
-        )
-    return db_path
+def snapshot(db_path: Path, snapshot_template: Path) -> Path:
+    """The sample snapshot (collected once for the module) in a database of the test's own."""
+    return copy_of(snapshot_template, db_path)
 
 
 def run(*args: str):

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES, OBSERVED_AT, Clock
+from tests.conftest import FIXTURES, OBSERVED_AT, Clock, fill_from, module_template
 
 WORKLOAD = {"model": "Llama-3.1-8B", "method": "qlora", "tokens": "50M", "seq_len": "2048"}
 
@@ -22,14 +22,29 @@ def clock():
     return Clock(OBSERVED_AT + timedelta(minutes=5))
 
 
+def two_points(warehouse, _folder) -> None:
+    """The recorded Vast.ai answer collected at OBSERVED_AT (`collected`), then at an earlier
+    point, 3 hours before: a gap between them."""
+    for at in (OBSERVED_AT, OBSERVED_AT - timedelta(hours=3)):
+        run_collection(
+            ["vastai"],
+            warehouse,
+            replays={"vastai": FIXTURES / "vastai_bundles.json"},
+            now=lambda at=at: at,
+        )
+
+
+two_points_template = module_template(two_points)
+
+
+@pytest.fixture
+def collected(warehouse, two_points_template):
+    """`two_points`, collected once for the module, in the test's own warehouse."""
+    return fill_from(warehouse, two_points_template)
+
+
 @pytest.fixture
 def web(collected, db_path, clock):
-    run_collection(
-        ["vastai"],
-        collected,
-        replays={"vastai": FIXTURES / "vastai_bundles.json"},
-        now=lambda: OBSERVED_AT - timedelta(hours=3),  # an earlier point, then a gap
-    )
     settings = Settings(db=db_path, scheduler=False, providers=["vastai", "lambda"])
     with TestClient(create_app(settings, collected, clock=clock)) as client:
         yield client

@@ -11,14 +11,13 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from pipeline.settings import Settings
 from tests.conftest import OBSERVED_AT, Clock
-from tests.search_market import collect_market
 
 
 @pytest.fixture
-def web(warehouse, db_path, tmp_path):
-    collect_market(warehouse, tmp_path)
+def web(search_market, db_path):
     clock = Clock(OBSERVED_AT + timedelta(minutes=5))
-    with TestClient(create_app(Settings(db=db_path, scheduler=False), warehouse, clock=clock)) as c:
+    settings = Settings(db=db_path, scheduler=False)
+    with TestClient(create_app(settings, search_market, clock=clock)) as c:
         yield c
 
 

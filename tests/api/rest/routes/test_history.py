@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from api.app import create_app
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, fill_from, module_template
 
 T0 = datetime(2026, 3, 1, 10, tzinfo=UTC)
 TIMES = [T0, T0 + timedelta(hours=2), T0 + timedelta(hours=4)]
@@ -35,12 +35,20 @@ def body_with_h100_prices(factor: float) -> bytes:
     return orjson.dumps(body)
 
 
-@pytest.fixture
-def history_client(warehouse, db_path, tmp_path: Path):
+def three_collections(warehouse, folder: Path) -> None:
     for index, (at, factor) in enumerate(zip(TIMES, [1.0, 1.5, 2.0], strict=True)):
-        path = tmp_path / f"vast-{index}.json"
+        path = folder / f"vast-{index}.json"
         path.write_bytes(body_with_h100_prices(factor))
         run_collection(["vastai"], warehouse, replays={"vastai": path}, now=lambda at=at: at)
+
+
+history = module_template(three_collections)
+"""`three_collections`, collected once for the module."""
+
+
+@pytest.fixture
+def history_client(warehouse, db_path, history):
+    fill_from(warehouse, history)
     settings = Settings(db=db_path, scheduler=False)
     with TestClient(create_app(settings, warehouse, clock=lambda: NOW)) as client:
         yield client

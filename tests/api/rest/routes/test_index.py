@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, fill_from, module_template
 from warehouse import Warehouse
 
 DAY1 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -99,9 +99,13 @@ def by_hand(
     return (statistics.median(values) if values else None), len(values)
 
 
+history = module_template(build_history)
+"""`build_history`'s database, built once for the module."""
+
+
 @pytest.fixture
-def index_client(warehouse, db_path, tmp_path):
-    build_history(warehouse, tmp_path)
+def index_client(warehouse, db_path, history):
+    fill_from(warehouse, history)
     settings = Settings(db=db_path, scheduler=False)
     with TestClient(create_app(settings, warehouse, clock=lambda: NOW)) as client:
         yield client

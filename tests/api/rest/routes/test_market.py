@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from pipeline.settings import Settings
 from tests.api.rest.routes.test_index import replay, vastai_body
+from tests.conftest import fill_from, module_template
 
 DAY0 = datetime(2026, 3, 1, tzinfo=UTC)
 NOW = DAY0 + timedelta(days=4, hours=15, minutes=30)
@@ -24,8 +25,7 @@ LATEST = 0.95
 (today): 06:00, none at 12:00, and 15:00 (× LATEST). The daily value is the last snapshot's."""
 
 
-@pytest.fixture
-def market_client(warehouse, db_path, tmp_path):
+def five_days(warehouse, tmp_path) -> None:
     for day in range(5):
         start = DAY0 + timedelta(days=day)
         last_hour, last_factor = (18, EVENING[day]) if day < 4 else (15, LATEST)
@@ -35,6 +35,15 @@ def market_client(warehouse, db_path, tmp_path):
             (last_hour, vastai_body(h100=True, factor=last_factor)),
         ):
             replay(warehouse, tmp_path, "vastai", start + timedelta(hours=hour), body)
+
+
+history = module_template(five_days)
+"""`five_days` of Vast.ai answers, collected once for the module."""
+
+
+@pytest.fixture
+def market_client(warehouse, db_path, history):
+    fill_from(warehouse, history)
     settings = Settings(db=db_path, scheduler=False)
     with TestClient(create_app(settings, warehouse, clock=lambda: NOW)) as client:
         yield client

@@ -13,16 +13,15 @@ from fastapi.testclient import TestClient
 
 from api.app import create_app
 from pipeline.settings import Settings
-from tests.search_market import collect_market
 from warehouse.offers import SORT_FIELDS
 
 EVERYTHING = {"include_unavailable": "true", "limit": 10_000}
 
 
 @pytest.fixture
-def client(warehouse, db_path, tmp_path):
-    collect_market(warehouse, tmp_path)
-    with TestClient(create_app(Settings(db=db_path, scheduler=False), warehouse)) as test_client:
+def client(search_market, db_path):
+    app = create_app(Settings(db=db_path, scheduler=False), search_market)
+    with TestClient(app) as test_client:
         yield test_client
 
 

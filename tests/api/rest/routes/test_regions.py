@@ -6,7 +6,7 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES, OBSERVED_AT
+from tests.conftest import FIXTURES, OBSERVED_AT, fill_from, module_template
 
 REPLAYS = {
     "vastai": FIXTURES / "vastai_bundles_europe.json",
@@ -32,9 +32,17 @@ EEA_PLACES = {
 }
 
 
-@pytest.fixture
-def client(warehouse, db_path):
+def collect_replays(warehouse, _folder) -> None:
     run_collection(list(REPLAYS), warehouse, replays=REPLAYS, now=lambda: OBSERVED_AT)
+
+
+market = module_template(collect_replays)
+"""The recorded answers of REPLAYS, collected once for the module."""
+
+
+@pytest.fixture
+def client(warehouse, db_path, market):
+    fill_from(warehouse, market)
     settings = Settings(db=db_path, scheduler=False)
     with TestClient(create_app(settings, warehouse, clock=lambda: OBSERVED_AT)) as test_client:
         yield test_client
