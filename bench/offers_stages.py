@@ -1,7 +1,8 @@
 """Where a never-asked `/offers` question spends its time, stage by stage, in one process.
 
 Over N current offers (bench/market.py), the questions `bench/load.py` asks in its unique mode
-(none twice) are answered the way the API's common path answers them (`api.rest.routes.offers`),
+(none twice; `--kind varied`: issue 47's varied client, `varied10`: the same with limit=10) are
+answered the way the API's common path answers them (`api.rest.routes.offers`),
 each stage timed on its own with `time.perf_counter`:
 
 - read: the query string into the pydantic model that declares every filter once;
@@ -22,6 +23,7 @@ cold figures on top of what uvicorn spends on any request (see bench/floor.py).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -34,7 +36,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from load import unique_questions  # noqa: E402
+from load import unique_questions, varied_questions  # noqa: E402
 from market import build_market, store_market  # noqa: E402
 from starlette.datastructures import QueryParams  # noqa: E402
 
@@ -89,12 +91,18 @@ def main() -> None:
     parser.add_argument("--offers", type=int, default=100_000)
     parser.add_argument("--questions", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--kind", choices=("unique", "varied", "varied10"), default="unique")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, Warehouse.open(Path(tmp) / "w.duckdb") as warehouse:
         market = build_market(args.offers, args.seed)
         store_market(warehouse, market)
         server = OfferServer(warehouse, Settings(db=Path(tmp) / "w.duckdb", scheduler=False))
-        questions = unique_questions(args.questions + 200, args.seed)
+        count = args.questions + 200
+        questions = {
+            "unique": lambda: unique_questions(count, args.seed),
+            "varied": lambda: varied_questions(count, args.seed),
+            "varied10": lambda: varied_questions(count, args.seed, limit=10),
+        }[args.kind]()
         raws = [q.partition("?")[2].encode() for q in questions]
         everything = _OFFERS_QUERY.parse(QueryParams(b""))
         now = utc_now()
@@ -104,7 +112,10 @@ def main() -> None:
         time_stages(server, raws[:200], lambda: None)  # code paths warm
         evict = np.ones(64 << 17)  # 64 MB
 
-        print(f"{market.size:,} current offers, {args.questions:,} never-asked questions")
+        print(
+            f"{market.size:,} current offers, {args.questions:,} never-asked {args.kind} "
+            f"questions (load average {os.getloadavg()[0]:.1f})"
+        )
         print(f"{'stage':<11} {'warm mean':>10} {'median':>8} {'cold mean':>10} {'median':>8} (µs)")
         warm = time_stages(server, raws[200:], lambda: None)
         cold = time_stages(server, raws[200:], evict.sum)

@@ -5,7 +5,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import Response
 
-from api.rest.deps import ClockDep, SettingsDep, WarehouseDep
+from api.rest.deps import ClockDep, FreshnessDep, OfferServerDep, WarehouseDep
 from api.rest.observations import pack_observations
 from api.rest.parameters import revalidated
 from api.rest.routes.offers import OfferQueryDep
@@ -13,7 +13,6 @@ from api.rest.schemas import HistoryOut
 from pipeline.market.history import (
     HISTORY_SCOPE,
     HistoryQuery,
-    check_as_of,
     export_history,
     export_offers,
     price_history_json,
@@ -76,13 +75,14 @@ def file_response(body: bytes, name: str, fmt: str) -> Response:
 def export_offers_file(
     fmt: ExportFormatParam,
     warehouse: WarehouseDep,
-    settings: SettingsDep,
+    server: OfferServerDep,
     clock: ClockDep,
+    freshness: FreshnessDep,
     query: OfferQueryDep,
 ) -> Response:
-    if query.as_of is not None:
-        check_as_of(query.as_of, clock(), settings.retention)
-    body = export_offers(warehouse, query, fmt)  # type: ignore[arg-type]
+    answer = server.answer(query, clock(), freshness)
+    assert answer is not None  # only a ready-only question goes unanswered
+    body = export_offers(warehouse, answer.table, fmt)  # type: ignore[arg-type]
     return file_response(body, "offers", fmt)
 
 
