@@ -179,7 +179,11 @@ class CurrentOffers:
     @property
     def derived_nbytes(self) -> int:
         """Bytes of derived answers kept (ranks, GPU positions, passing combinations)."""
-        arrays = [*self._rows_of_gpu.values(), *self._gpu_sets.values(), *self._ranks.values()]
+        arrays: list[np.ndarray] = [
+            *self._rows_of_gpu.values(),
+            *self._gpu_sets.values(),
+            *self._ranks.values(),
+        ]
         return self._combinations.kept_bytes + sum(a.nbytes for a in arrays)
 
     def kept(self, name: str, make: Callable[[], T]) -> T:

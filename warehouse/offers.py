@@ -241,7 +241,7 @@ def read_offers(
     GPU-hour first: what an in-memory copy (`warehouse.current.CurrentOffers`) is made of. The
     only SQL an offer question runs: which offers pass is the copy's to say."""
     params: list[Any] = []
-    source, snapshot_params = "current_offers", []
+    source, snapshot_params = "current_offers", list[Any]()
     if past is not None:
         source, snapshot_params = snapshots_source(*past)
     relation = offers_relation(source, figures, params)

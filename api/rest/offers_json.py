@@ -80,19 +80,26 @@ def prepare(answer: OffersAnswer) -> None:
         written.whole = bool(written.done.all())
 
 
-def _objects(answer: OffersAnswer, start: int, stop: int) -> list[bytes]:
-    """Offers `start:stop` of `answer`, each one JSON object ending with its `stale` mark."""
+def _piece(answer: OffersAnswer, start: int, stop: int, separator: bytes) -> bytes:
+    """Offers `start:stop` of `answer`, each one JSON object closed with its `stale` mark,
+    `separator` between them. Where every mark is the same (most pieces), one join with that
+    mark in the separator: no object is copied but into the result."""
     objects = _written(answer.copy).objects
     opened = [objects[at] for at in answer.positions[start:stop].tolist()]
-    marks = answer.stale[start:stop].tolist()
-    return [raw + _STALE[s] for raw, s in zip(opened, marks, strict=True)]
+    if not opened:
+        return b""
+    marks = answer.stale[start:stop]
+    if marks.all() or not marks.any():
+        close = _STALE[bool(marks[0])]
+        return (close + separator).join(opened) + close
+    return separator.join([raw + _STALE[s] for raw, s in zip(opened, marks.tolist(), strict=True)])
 
 
 def json_array(answer: OffersAnswer, rows_per_piece: int) -> Iterator[bytes]:
     """The offers as one JSON array, `rows_per_piece` objects a piece, each made as asked."""
     yield b"["
     for start in range(0, answer.count, rows_per_piece):
-        piece = b",".join(_objects(answer, start, start + rows_per_piece))
+        piece = _piece(answer, start, start + rows_per_piece, b",")
         yield b"," + piece if start else piece
     yield b"]"
 
@@ -100,4 +107,4 @@ def json_array(answer: OffersAnswer, rows_per_piece: int) -> Iterator[bytes]:
 def ndjson_lines(answer: OffersAnswer, rows_per_piece: int) -> Iterator[bytes]:
     """The offers as NDJSON, one object a line, `rows_per_piece` lines a piece."""
     for start in range(0, answer.count, rows_per_piece):
-        yield b"\n".join(_objects(answer, start, start + rows_per_piece)) + b"\n"
+        yield _piece(answer, start, start + rows_per_piece, b"\n") + b"\n"

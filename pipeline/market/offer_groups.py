@@ -35,7 +35,7 @@ def _codes(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Each value as a number, equal values equal (NULL its own number)."""
     encoded = pc.dictionary_encode(column).combine_chunks()
     size = len(encoded.dictionary)
-    return pc.fill_null(encoded.indices, size).to_numpy().astype(np.int64)
+    return np.asarray(pc.fill_null(encoded.indices, size).to_numpy(), dtype=np.int64)
 
 
 def cheapest_per(
