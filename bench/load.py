@@ -8,6 +8,8 @@
    cap, country, node size, sort and limit), so no page made before can serve it: one client
    (p50 / p99), then 8 keep-alive clients (requests/s), and in the same run the floor: a bare
    ASGI app under the same uvicorn settings (bench/floor.py) answering as many bytes, 8 clients.
+   Then issue 47's varied client (always a GPU or family, pricing, a price cap, a country list
+   or the EEA, a sort, limit 10-500), and the same questions with limit=10.
    Printed side by side with the ratio (`--unique-only` runs just this part).
 4. Memory: the server's RSS over a year of 10-minute history (bench/history.py's warehouse: its
    `build` function, or `--history-db` an already built one) after 1,000 mixed requests.
@@ -81,6 +83,13 @@ UNIQUE_GPUS = [
 ]  # fmt: skip
 UNIQUE_COUNTRIES = [None, None, "US", "DE", "CA", "SE", "FR,DE", "US,CA", "JP"]
 UNIQUE_SORTS = [None, None, None, "price_per_hour", "-reliability", "price_per_pflop_hour"]
+VARIED_GPUS = [g for g in UNIQUE_GPUS if g is not None]
+"""A GPU id or a family (`A100`, `H100`): issue 47's varied questions always name one."""
+VARIED_PLACES = [
+    {"country": "US"}, {"country": "DE,FR"}, {"country": "US,CA"}, {"country": "DE,FR,SE,PL"},
+    {"country": "JP,TW"}, {"jurisdiction": "eea"},
+]  # fmt: skip
+VARIED_SORTS = [None, "price_per_hour", "-reliability", "price_per_pflop_hour", "-vram_gb"]
 
 
 @dataclass
@@ -108,6 +117,27 @@ def unique_questions(n: int, seed: int) -> list[str]:
             "min_gpu_count": rng.choice([None, None, None, 2, 4]),
             "sort": rng.choice(UNIQUE_SORTS),
             "limit": rng.choice([10, 20, 50, 100]),
+        }
+        seen.add("/offers?" + urlencode({k: v for k, v in params.items() if v is not None}))
+    questions = sorted(seen)
+    rng.shuffle(questions)
+    return questions
+
+
+def varied_questions(n: int, seed: int, limit: int | None = None) -> list[str]:
+    """`n` different `/offers` questions of issue 47's varied client: a GPU or a family, pricing,
+    a price cap, a country list or the EEA, a sort, and a limit of 10-500 (or `limit`), none
+    asked twice. A narrow filter over the cheapest offers: few candidates pass."""
+    rng = random.Random(seed)
+    seen: set[str] = set()
+    while len(seen) < n:
+        params = {
+            "gpu": rng.choice(VARIED_GPUS),
+            "pricing": rng.choice(["on_demand", "spot"]),
+            "max_price_per_gpu": f"{rng.uniform(0.3, 6.0):.3f}",
+            **rng.choice(VARIED_PLACES),
+            "sort": rng.choice(VARIED_SORTS),
+            "limit": limit or rng.randint(10, 500),
         }
         seen.add("/offers?" + urlencode({k: v for k, v in params.items() if v is not None}))
     questions = sorted(seen)
@@ -189,48 +219,70 @@ def history_warehouse(args: argparse.Namespace, tmp: Path) -> tuple[Path, str]:
 
 
 def unique_phase(db: Path, args: argparse.Namespace, size: int) -> None:
-    """Questions never asked before, one client then 8; the bare-ASGI floor in the same run."""
-    questions = unique_questions(args.unique_latency + args.unique_load + 200, args.seed)
-    warm, single_qs, load_qs = (
-        questions[:200], questions[200 : 200 + args.unique_latency],
-        questions[200 + args.unique_latency :],
-    )  # fmt: skip
+    """Questions never asked before, one client then 8 (bench/load.py's own mix, issue 47's
+    varied client, and the same varied questions with limit=10); the bare-ASGI floor in the
+    same run."""
+    count = args.unique_latency + args.unique_load + 200
+    kinds = {
+        "unique questions": unique_questions(count, args.seed),
+        "varied questions": varied_questions(count, args.seed),
+        "varied questions, limit=10": varied_questions(count, args.seed, limit=10),
+    }
+    measured: dict[str, tuple[Tally, Tally, float]] = {}
     with serving(db) as (base, _pid):
-        drive(base, warm, len(warm), 1, 60.0)  # the copy loaded, code paths warm; then all new
-        load_before = os.getloadavg()[0]
-        single = drive(base, single_qs, len(single_qs), 1, args.cap_s)
-        loaded = drive(base, load_qs, len(load_qs), CLIENTS, args.cap_s)
-    body = loaded.body_bytes // max(1, len(loaded.latencies))
+        for kind, questions in kinds.items():
+            warm, single_qs, load_qs = (
+                questions[:200], questions[200 : 200 + args.unique_latency],
+                questions[200 + args.unique_latency :],
+            )  # fmt: skip
+            drive(base, warm, len(warm), 1, 60.0)  # the copy loaded, code paths warm; then new
+            load_before = os.getloadavg()[0]
+            single = drive(base, single_qs, len(single_qs), 1, args.cap_s)
+            loaded = drive(base, load_qs, len(load_qs), CLIENTS, args.cap_s)
+            measured[kind] = (single, loaded, load_before)
+    body = measured["unique questions"][1].body_bytes // max(
+        1, len(measured["unique questions"][1].latencies)
+    )
     with floor_serving(body) as (floor_base, _pid):
         drive(floor_base, ["/"], 500, CLIENTS, 30.0)  # warm-up
-        floor = drive(floor_base, ["/"], len(load_qs), CLIENTS, args.cap_s)
+        floor = drive(floor_base, ["/"], args.unique_load, CLIENTS, args.cap_s)
     load_after = os.getloadavg()[0]
+    for kind, (single, loaded, load_before) in measured.items():
+        _unique_report(args, size, kind, single, loaded, floor, (load_before, load_after))
+
+
+def _unique_report(
+    args: argparse.Namespace, size: int, kind: str, single: Tally, loaded: Tally, floor: Tally,
+    load: tuple[float, float],
+) -> None:  # fmt: skip
+    """One kind of unique questions' figures, printed and recorded against the targets."""
     p50, p99 = pct(single.latencies, 0.50), pct(single.latencies, 0.99)
+    body = loaded.body_bytes // max(1, len(loaded.latencies))
     share = loaded.rps / floor.rps if floor.rps else 0.0
     print(
-        f"unique questions, 1 client, {len(single.latencies)} never asked before: p50 {p50:.2f} "
+        f"{kind}, 1 client, {len(single.latencies)} never asked before: p50 {p50:.2f} "
         f"ms, p99 {p99:.2f} ms, errors {len(single.errors)}"
     )
     print(
-        f"unique questions, {CLIENTS} clients, {len(loaded.latencies)} requests: "
+        f"{kind}, {CLIENTS} clients, {len(loaded.latencies)} requests: "
         f"{loaded.rps:.0f} req/s (p50 {pct(loaded.latencies, 0.5):.2f} ms, p99 "
         f"{pct(loaded.latencies, 0.99):.2f} ms), errors {len(loaded.errors)}; mean body {body} B"
     )
     print(
-        f"bare-ASGI floor (bench/floor.py, same uvicorn), {CLIENTS} clients, {body} B bodies: "
-        f"{floor.rps:.0f} req/s; /offers serves {share:.2f}x of it "
-        f"(load average {load_before:.1f} before, {load_after:.1f} after)"
+        f"  bare-ASGI floor (bench/floor.py, same uvicorn), {CLIENTS} clients: "
+        f"{floor.rps:.0f} req/s; {kind} served at {share:.2f}x of it "
+        f"(load average {load[0]:.1f} before, {load[1]:.1f} after)"
     )
-    for error in (single.errors + loaded.errors + floor.errors)[:5]:
+    for error in (single.errors + loaded.errors)[:5]:
         print(f"  error: {error}")
     record_target(
-        args.results, f"/offers unique questions p50 / p99, 1 client, {size:,} offers",
+        args.results, f"/offers {kind} p50 / p99, 1 client, {size:,} offers",
         f"{p50:.2f} / {p99:.2f} ms",
         f"<= {UNIQUE_TARGETS['p50_ms']:.0f} / {UNIQUE_TARGETS['p99_ms']:.0f} ms",
         p50 <= UNIQUE_TARGETS["p50_ms"] and p99 <= UNIQUE_TARGETS["p99_ms"] and not single.errors,
     )  # fmt: skip
     record_target(
-        args.results, f"/offers unique questions, {CLIENTS} clients",
+        args.results, f"/offers {kind}, {CLIENTS} clients",
         f"{loaded.rps:.0f} req/s, {len(loaded.errors)} errors (floor {floor.rps:.0f} req/s: "
         f"{share:.2f}x)",
         f">= {UNIQUE_TARGETS['rps']:.0f} req/s, 0 errors",

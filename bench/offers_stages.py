@@ -1,7 +1,8 @@
 """Where a never-asked `/offers` question spends its time, stage by stage, in one process.
 
 Over N current offers (bench/market.py), the questions `bench/load.py` asks in its unique mode
-(none twice) are answered the way the API's common path answers them (`api.rest.routes.offers`),
+(none twice; `--kind varied`: issue 47's varied client, `varied10`: the same with limit=10) are
+answered the way the API's common path answers them (`api.rest.routes.offers`),
 each stage timed on its own with `time.perf_counter`:
 
 - read: the query string into the route's query model (`OffersParams`), as FastAPI reads it:
@@ -15,6 +16,10 @@ each stage timed on its own with `time.perf_counter`:
   calls: `OfferServer.answer`);
 - page: the JSON page joined from the offers' JSON written once per copy (`api.rest.offers_json`).
 
+`--duckdb` also times the alternative issue 47 asked to measure: the same questions as SQL
+(`scope_conditions`, `ORDER BY ... LIMIT`) over the same copy loaded into an in-memory DuckDB
+table, beside the engine's selection.
+
 Twice: back to back ("warm"), and with 64 MB read between two questions ("cold": roughly what
 uvicorn's own work between two requests leaves of the caches). A served request pays about the
 cold figures on top of what uvicorn spends on any request (see bench/floor.py).
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -35,11 +41,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fastapi import FastAPI, Response  # noqa: E402
-from load import unique_questions  # noqa: E402
+from load import unique_questions, varied_questions  # noqa: E402
 from market import build_market, store_market  # noqa: E402
 from starlette.types import Message  # noqa: E402
 
@@ -49,6 +56,7 @@ from pipeline.base import utc_now  # noqa: E402
 from pipeline.market.serving import OfferServer  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
 from warehouse import Warehouse  # noqa: E402
+from warehouse.offers import order_by, scope_conditions  # noqa: E402
 
 STAGES = ("read", "call", "freshness", "scope", "selection", "answer", "page")
 
@@ -144,17 +152,51 @@ def time_stages(
     return spent
 
 
+def duckdb_selection(server: OfferServer, raws: list[bytes]) -> None:
+    """The questions as SQL over the copy in force, loaded into an in-memory DuckDB table,
+    against the engine's selection (medians, µs)."""
+    held = server._fresh() or server._snapshots()
+    copy = held.copy
+    assert copy is not None
+    conn = duckdb.connect()
+    conn.register("copy", copy.table)
+    conn.execute("CREATE TABLE offers AS SELECT * FROM copy")
+    spent: dict[str, list[float]] = defaultdict(list)
+    for raw in raws:
+        query = _OFFERS_QUERY.parse(QueryParams(raw))
+        filters = query.filters()
+        params: list[Any] = []
+        where = " AND ".join(["TRUE", *scope_conditions(filters, params)])
+        sql = f"SELECT * FROM offers WHERE {where} ORDER BY {order_by(filters.sort)}"
+        sql += f" LIMIT {filters.limit or 10_000}"
+        t0 = time.perf_counter()
+        conn.execute(sql, params).to_arrow_table()
+        t1 = time.perf_counter()
+        copy.select(filters)
+        spent["duckdb"].append((t1 - t0) * 1e6)
+        spent["selection"].append((time.perf_counter() - t1) * 1e6)
+    for name, times in spent.items():
+        print(f"{name:<11} median {statistics.median(times):>10.1f} µs (SQL over the copy: duckdb)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--offers", type=int, default=100_000)
     parser.add_argument("--questions", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--kind", choices=("unique", "varied", "varied10"), default="unique")
+    parser.add_argument("--duckdb", action="store_true", help="also time SQL over the copy")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, Warehouse.open(Path(tmp) / "w.duckdb") as warehouse:
         market = build_market(args.offers, args.seed)
         store_market(warehouse, market)
         server = OfferServer(warehouse, Settings(db=Path(tmp) / "w.duckdb", scheduler=False))
-        questions = unique_questions(args.questions + 200, args.seed)
+        count = args.questions + 200
+        questions = {
+            "unique": lambda: unique_questions(count, args.seed),
+            "varied": lambda: varied_questions(count, args.seed),
+            "varied10": lambda: varied_questions(count, args.seed, limit=10),
+        }[args.kind]()
         raws = [q.partition("?")[2].encode() for q in questions]
         parse, call = query_reader()
         everything = parse(b"")
@@ -165,7 +207,10 @@ def main() -> None:
         time_stages(server, raws[:200], lambda: None, parse, call)  # code paths warm
         evict = np.ones(64 << 17)  # 64 MB
 
-        print(f"{market.size:,} current offers, {args.questions:,} never-asked questions")
+        print(
+            f"{market.size:,} current offers, {args.questions:,} never-asked {args.kind} "
+            f"questions (load average {os.getloadavg()[0]:.1f})"
+        )
         print(f"{'stage':<11} {'warm mean':>10} {'median':>8} {'cold mean':>10} {'median':>8} (µs)")
         warm = time_stages(server, raws[200:], lambda: None, parse, call)
         cold = time_stages(server, raws[200:], evict.sum, parse, call)
@@ -175,6 +220,8 @@ def main() -> None:
                 f"{stage:<11} {statistics.fmean(w):>10.1f} {statistics.median(w):>8.1f} "
                 f"{statistics.fmean(c):>10.1f} {statistics.median(c):>8.1f}"
             )
+        if args.duckdb:
+            duckdb_selection(server, raws[200:])
         total = ("read", "freshness", "answer", "page")  # the route's own steps
         print(
             f"{'route':<11} {sum(statistics.fmean(warm[s]) for s in total):>10.1f} {'':>8} "

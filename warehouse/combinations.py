@@ -11,9 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from warehouse.offers import OfferFilters
-
-__all__ = ["ValueCombinations", "all_of"]
+__all__ = ["Mask", "ValueCombinations", "all_of"]
 
 Mask = npt.NDArray[np.bool_]
 
@@ -56,21 +54,22 @@ class ValueCombinations:
         else:  # too many distinct values to number: rows compared whole (slower, as correct)
             stacked = np.stack(values, axis=1)
             _, first, codes = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
-        self.codes = codes.reshape(-1).astype(np.intp)
+        self.codes: npt.NDArray[np.intp] = codes.reshape(-1).astype(np.intp)
         self.columns = {name: columns[name][first] for name in names}
         self._passing: dict[tuple[Any, ...], Mask | None] = {}
         self.asked, self.bytes_kept, self.kept_bytes = asked, bytes_kept, 0
 
     def passing(
         self,
-        filters: OfferFilters,
-        conditions: Callable[[dict[str, np.ndarray], OfferFilters], list[Mask]],
+        values: list[Any],
+        conditions: Callable[[dict[str, np.ndarray], list[Any]], list[Mask]],
     ) -> Mask | None:
-        """Which combinations pass the filters' text and flag conditions (None: every one)."""
-        key = tuple(getattr(filters, f.name) for f in self.asked)
+        """Which combinations pass the text and flag filters given `values` (one per filter
+        `asked`), by `conditions` over each combination's values (None: every one passes)."""
+        key = tuple(values)
         if key in self._passing:
             return self._passing[key]
-        passing = all_of(conditions(self.columns, filters))
+        passing = all_of(conditions(self.columns, values))
         size = _KEY_BYTES + len(repr(key)) + (0 if passing is None else passing.nbytes)
         if self.kept_bytes + size > self.bytes_kept:
             self._passing.clear()  # the few asked often kept again as they are asked

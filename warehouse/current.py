@@ -1,29 +1,32 @@
-"""An in-memory copy of `current_offers` that answers `latest_offers` without a query.
+"""The one engine of offer questions: an in-memory copy of offers that answers any `OfferFilters`.
 
 A serving process asks for offers many times per snapshot, and the snapshot changes only when a
-provider run is written (minutes apart). `CurrentOffers.load` reads the table once (with the
-derived columns of `offers_relation`, computed by the same SQL), cheapest per GPU-hour first,
-into Arrow columns, and keeps each filtered column as a NumPy array: numbers as float64 with NaN
-for NULL (a comparison with NaN is false, as a NULL condition in SQL), flags with NULL as false,
-text as codes into its distinct values (an `IN` is one lookup table indexed by the codes). Which
-columns and how they compare come from the one table of filters (`warehouse.filters.FILTERS`).
-The text and flag filters are evaluated once per combination of
-values rows share (`ValueCombinations`), numbers row by row.
-`select(filters)` evaluates the filters on whole arrays and gives the positions of the first
-`limit` matches in the answer's order: the rows `latest_offers` would return, in the same order
-and with the same keys and values (`rows`). A time in the past (`as_of`) is for `latest_offers`
-or for a copy of that time's snapshots (see `load`).
+provider run is written (minutes apart). `CurrentOffers.load` reads the offers once
+(`warehouse.offers.read_offers`: the current snapshots, or each provider's snapshot as of a past
+time, with the derived columns, cheapest per GPU-hour first) into Arrow columns, and keeps each
+filtered column as a NumPy array: numbers as float64 with NaN for NULL (a comparison with NaN is
+false, as a NULL never passes), flags with NULL as false, text as codes into its distinct values
+(an `IN` is one lookup table indexed by the codes). Which columns and how they compare come from
+the one table of filters (`warehouse.filters.FILTERS`). The text and flag filters are evaluated
+once per combination of values rows share (`ValueCombinations`), numbers row by row.
 
-Each sort order is a view: the loaded positions in that order, and each GPU's positions in it,
-so a `gpus` filter reads only that GPU's offers, already sorted. A position names one offer for
-the life of the copy: a caller can keep what it makes of an offer (its JSON) by position.
+`select(filters)` gives the positions of the first `limit` matches in the answer's order:
+1. the candidates: the asked GPUs' positions (kept per GPU), else every position; a cap on the
+   price per GPU-hour ends them where the loaded order passes it;
+2. one mask over every candidate at once (100,000 booleans take microseconds);
+3. the order: the loaded one already; another sort ranks the matches by that sort's ranks (each
+   position's place in it, made once per sort and kept) and keeps the first `limit`.
+
+A position names one offer for the life of the copy: a caller keeps what it makes of the copy
+(e.g. its offers written as JSON, by position) with the copy itself (`kept`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import duckdb
 import numpy as np
@@ -31,16 +34,15 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from warehouse.combinations import ValueCombinations, all_of
-from warehouse.filters import FILTERS
+from warehouse.combinations import Mask, ValueCombinations, all_of
+from warehouse.filters import FILTERS, Filter
 from warehouse.offers import (
+    LOADED_ORDER,
     GpuFigure,
     OfferFilters,
     SortKey,
     arrow_rows,
-    offers_relation,
-    order_by,
-    snapshots_source,
+    read_offers,
     sort_columns,
 )
 
@@ -48,10 +50,10 @@ __all__ = ["DERIVED_BYTES_KEPT", "CurrentOffers", "Positions"]
 
 Positions = npt.NDArray[np.int64]
 """Offers of a copy, by position (row number as loaded)."""
-Mask = npt.NDArray[np.bool_]
-_LOADED_ORDER: SortKey = "price_per_gpu_hour"
-_FIRST_STEP = 2048
-"""Candidates read at first when a limit is given (then twice as many each step)."""
+Rows = slice | Positions
+"""Some positions: a run of them from the first (a slice: NumPy views, nothing copied), or a
+list."""
+T = TypeVar("T")
 _BATCH_ROWS = 512
 """Rows turned into Python objects per call, short enough that other threads get the GIL
 between calls."""
@@ -71,15 +73,15 @@ _FLAGS = tuple(
 )
 _TEXTS = tuple(dict.fromkeys(f.column for f in FILTERS if f.compare in ("is", "in", "contains")))
 _BY_COMBINATION = tuple(f for f in FILTERS if f not in _BOUNDS and f.name != "gpus")
-"""The filters over a row's combination of values: every text and flag filter but `gpus` (a
-view's groups)."""
+"""The filters over a row's combination of values: every text and flag filter but `gpus` (the
+candidates)."""
 _COMBINATION_COLUMNS = (*(name for name in _TEXTS if name != "gpu"), *_FLAGS)
 """The columns of a row's combination of values (`ValueCombinations`): every text and flag a
 filter other than `gpus` reads."""
 DERIVED_BYTES_KEPT = 16 * 1024 * 1024
 """Default bytes of derived answers a copy keeps beside its columns: each question's passing
-combinations, each sort order's view and its GPUs' groups. Past it they are dropped and made
-again as asked (`CurrentOffers(derived_bytes=...)` sets another bound)."""
+combinations, each sort's ranks and each set of GPUs' positions. Past it they are dropped and
+made again as asked (`CurrentOffers(derived_bytes=...)` sets another bound)."""
 
 
 class _Text:
@@ -89,109 +91,37 @@ class _Text:
         encoded = pc.dictionary_encode(values)
         self.names: list[str] = encoded.dictionary.to_pylist()
         self.code_of = {name: code for code, name in enumerate(self.names)}
-        self.codes = pc.fill_null(encoded.indices, len(self.names)).to_numpy().astype(np.intp)
+        self.codes: npt.NDArray[np.intp] = (
+            pc.fill_null(encoded.indices, len(self.names)).to_numpy().astype(np.intp)
+        )
         """As `intp`, NumPy's index type: indexing with int32 converts every code first."""
 
-    def among(self, codes: np.ndarray, wanted: frozenset[str]) -> Mask:
+    def among(self, codes: npt.NDArray[np.intp], wanted: frozenset[str]) -> Mask:
         """Whether each of `codes` (some rows' codes) stands for a value in `wanted`."""
         if len(wanted) == 1:
             (name,) = wanted
-            return codes == self.code_of.get(name, -1)
+            return cast(Mask, codes == self.code_of.get(name, -1))
         table = np.zeros(len(self.names) + 1, dtype=np.bool_)
         table[[self.code_of[name] for name in wanted if name in self.code_of]] = True
-        return table[codes]
-
-
-class _Columns(dict[str, np.ndarray]):
-    """The filtered columns (numbers, flags, text codes) of some rows: every row, or one
-    GPU's in a view's order, each taken from every row's the first time a filter reads it."""
-
-    def __init__(self, every: dict[str, np.ndarray], rows: Positions | None = None) -> None:
-        super().__init__(every if rows is None else {})
-        self.every, self.rows = every, rows
-
-    def __missing__(self, name: str) -> np.ndarray:
-        assert self.rows is not None
-        taken = self[name] = self.every[name][self.rows]
-        return taken
-
-    def at(self, rows: Positions) -> _Columns:
-        return _Columns(self.every, rows)
-
-
-class _Slice:
-    """Rows `start:stop` of some columns (NumPy slices: views, nothing copied)."""
-
-    def __init__(self, columns: _Columns, start: int, stop: int) -> None:
-        self.columns, self.start, self.stop = columns, start, stop
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self.columns[name][self.start : self.stop]
-
-
-class _View:
-    """The loaded positions in one sort order (None: the loaded order), and each GPU's
-    positions in it, with that GPU's columns in that order (taken once, when first filtered)."""
-
-    def __init__(self, gpu: _Text, order: Positions | None) -> None:
-        self.order = order
-        self.ranks: Positions | None = None
-        codes = gpu.codes if order is None else gpu.codes[order]
-        by_gpu = np.argsort(codes, kind="stable")  # each GPU's rows together, in view order
-        bounds = np.searchsorted(codes[by_gpu], np.arange(len(gpu.names) + 1))
-        self.rows_of_gpu: dict[str, Positions] = {}
-        for code, name in enumerate(gpu.names):
-            at = by_gpu[bounds[code] : bounds[code + 1]]
-            self.rows_of_gpu[name] = at if order is None else order[at]
-        self.groups: dict[tuple[str, ...], tuple[Positions, _Columns]] = {}
-
-    def group(self, gpus: tuple[str, ...], every: _Columns) -> tuple[Positions, _Columns]:
-        """The positions of these GPUs' offers in the view's order, with their columns (kept:
-        the GPUs a `gpu=` value means are a catalog family or id, a bounded set)."""
-        found = self.groups.get(gpus)
-        if found is None:
-            if len(gpus) == 1:
-                rows = self.rows_of_gpu[gpus[0]]
-            else:
-                rows = self._merged([self.rows_of_gpu[g] for g in gpus], len(every["gpu"]))
-            found = self.groups[gpus] = (rows, every.at(rows))
-        return found
-
-    @property
-    def nbytes(self) -> int:
-        """Its positions and its groups' positions and columns taken so far."""
-        arrays = [self.order, self.ranks, *self.rows_of_gpu.values()]
-        for rows, columns in self.groups.values():
-            arrays += [rows, *columns.values()]
-        return sum(a.nbytes for a in arrays if a is not None)
-
-    def _merged(self, parts: list[Positions], size: int) -> Positions:
-        """Several GPUs' positions merged into the view's order."""
-        merged = np.concatenate(parts) if parts else np.empty(0, np.int64)
-        if self.order is None:
-            return np.sort(merged)
-        if self.ranks is None:  # each loaded position's place in the view: the inverse order
-            self.ranks = np.empty(size, np.int64)
-            self.ranks[self.order] = np.arange(size)
-        return merged[np.argsort(self.ranks[merged], kind="stable")]
+        return cast(Mask, table[codes])
 
 
 class CurrentOffers:
-    """`current_offers` as of one read, in each order `select` is asked for."""
+    """Offers as of one read (the current snapshots, or a past time's): see the module
+    docstring."""
 
     def __init__(
         self, table: pa.Table, version: Any = None, derived_bytes: int = DERIVED_BYTES_KEPT
     ) -> None:
         self.version = version
+        """What the copy was read for (the caller's key, e.g. each provider's snapshot run)."""
         self.derived_bytes = derived_bytes
         self.attached_bytes = 0
-        """Bytes a caller keeps with the copy (its offers written as JSON), counted in `nbytes`."""
-        """What the copy was read for (the caller's key, e.g. each provider's snapshot run)."""
+        """Bytes a caller keeps with the copy (`kept`), counted in `nbytes`."""
         self.table = table.combine_chunks()
         column = self.table.column
-        texts = {name: _Text(column(name).combine_chunks()) for name in _TEXTS}
-        self._texts = texts
-        every = {
+        self._texts = {name: _Text(column(name).combine_chunks()) for name in _TEXTS}
+        self._columns: dict[str, np.ndarray] = {
             **{
                 name: pc.fill_null(pc.cast(column(name), pa.float64()), np.nan).to_numpy()
                 for name in _NUMBERS
@@ -200,14 +130,28 @@ class CurrentOffers:
                 name: pc.fill_null(column(name), False).to_numpy().astype(np.bool_)
                 for name in _FLAGS
             },
-            **{name: text.codes for name, text in texts.items()},
+            **{name: text.codes for name, text in self._texts.items()},
         }
-        sizes = {**{n: len(t.names) + 1 for n, t in texts.items()}, **dict.fromkeys(_FLAGS, 2)}
+        sizes = {
+            **{n: len(t.names) + 1 for n, t in self._texts.items()},
+            **dict.fromkeys(_FLAGS, 2),
+        }
         self._combinations = ValueCombinations(
-            every, sizes, _COMBINATION_COLUMNS, _BY_COMBINATION, derived_bytes // 4
+            self._columns, sizes, _COMBINATION_COLUMNS, _BY_COMBINATION, derived_bytes // 4
         )
-        self._columns = _Columns({**every, "combination": self._combinations.codes})
-        self._views: dict[SortKey, _View] = {_LOADED_ORDER: _View(texts["gpu"], None)}
+        self._columns["combination"] = self._combinations.codes
+        gpu = self._texts["gpu"]
+        by_gpu = np.argsort(gpu.codes, kind="stable")  # each GPU's positions, ascending
+        bounds = np.searchsorted(gpu.codes[by_gpu], np.arange(len(gpu.names) + 1))
+        self._rows_of_gpu = {
+            name: by_gpu[bounds[code] : bounds[code + 1]] for code, name in enumerate(gpu.names)
+        }
+        self._gpu_sets: dict[tuple[str, ...], Positions] = {}
+        """Several GPUs' positions merged (a family's, asked again and again)."""
+        self._ranks: dict[SortKey, npt.NDArray[np.int32]] = {}
+        """Each sort's ranks: every position's place in that order."""
+        self._kept: dict[str, object] = {}
+        self._lock = threading.Lock()
 
     @classmethod
     def load(
@@ -218,19 +162,9 @@ class CurrentOffers:
         past: tuple[list[tuple[str, datetime]], datetime] | None = None,
         derived_bytes: int = DERIVED_BYTES_KEPT,
     ) -> CurrentOffers:
-        """`current_offers` now, or the offers of each provider's snapshot as of a time (`past`:
-        those snapshots, as `latest_offers` finds them, and the time): a copy that answers
-        that time's questions (`select` with the filters' `as_of` left out)."""
-        params: list[Any] = []
-        source, snapshot_params = "current_offers", []
-        if past is not None:
-            source, snapshot_params = snapshots_source(*past)
-        relation = offers_relation(source, gpu_figures, params)
-        table = conn.execute(
-            f"SELECT * FROM {relation} ORDER BY {order_by(_LOADED_ORDER)}",
-            params + snapshot_params,
-        ).to_arrow_table()
-        return cls(table, version, derived_bytes)
+        """The current offers, or those of each provider's snapshot as of a time (`past`: those
+        snapshots and the time): a copy that answers that time's questions."""
+        return cls(read_offers(conn, gpu_figures, past), version, derived_bytes)
 
     @property
     def size(self) -> int:
@@ -239,21 +173,29 @@ class CurrentOffers:
     @property
     def nbytes(self) -> int:
         """What the copy holds: its table, columns, derived answers and attached bytes."""
-        columns = sum(a.nbytes for a in self._columns.every.values())
-        return self.table.nbytes + columns + self.derived_nbytes + self.attached_bytes
+        columns = sum(a.nbytes for a in self._columns.values())
+        return int(self.table.nbytes) + columns + self.derived_nbytes + self.attached_bytes
 
     @property
     def derived_nbytes(self) -> int:
-        """Bytes of derived answers kept (views, their groups, passing combinations)."""
-        return self._combinations.kept_bytes + sum(v.nbytes for v in self._views.values())
+        """Bytes of derived answers kept (ranks, GPU positions, passing combinations)."""
+        arrays: list[np.ndarray] = [
+            *self._rows_of_gpu.values(),
+            *self._gpu_sets.values(),
+            *self._ranks.values(),
+        ]
+        return self._combinations.kept_bytes + sum(a.nbytes for a in arrays)
 
-    @staticmethod
-    def answers(filters: OfferFilters) -> bool:
-        """Whether `select` answers these filters (else ask `latest_offers`)."""
-        return filters.as_of is None
+    def kept(self, name: str, make: Callable[[], T]) -> T:
+        """What a caller makes of this copy once (`make`) and keeps with it, by `name`: dropped
+        with the copy. The caller counts its bytes in `attached_bytes`."""
+        with self._lock:
+            if name not in self._kept:
+                self._kept[name] = make()
+            return cast(T, self._kept[name])
 
     def rows(self, filters: OfferFilters) -> list[dict[str, Any]]:
-        """What `latest_offers(conn, filters)` returns, for filters this copy `answers`."""
+        """The offers `filters` select, as rows (the copy's columns, in order)."""
         return self.rows_at(self.select(filters))
 
     def rows_at(
@@ -266,111 +208,116 @@ class CurrentOffers:
         batches = taken.to_batches(max_chunksize=_BATCH_ROWS)
         return [row for b in batches for row in arrow_rows(pa.Table.from_batches([b]))]
 
-    def codes(self, column: str) -> tuple[np.ndarray, list[str]]:
+    def codes(self, column: str) -> tuple[npt.NDArray[np.intp], list[str]]:
         """A text column (`gpu`, `provider`, ...) of every row as codes, and the names they
         stand for (a NULL's code is `len(names)`)."""
         text = self._texts[column]
         return text.codes, text.names
 
     def select(self, filters: OfferFilters) -> Positions:
-        """Positions of the offers `latest_offers(conn, filters)` returns, in its order."""
-        if not self.answers(filters):
-            raise ValueError("as_of is answered by latest_offers")
-        view = self._view(filters.sort)
-        if filters.gpus is not None:  # these GPUs' own rows and columns, in the view's order
-            present = tuple(g for g in sorted(filters.gpus) if g in view.rows_of_gpu)
-            return self._first_passing(*view.group(present, self._columns), filters, view)
-        if view.order is None:
-            return self._first_passing(None, self._columns, filters, view)
-        return self._first_passing(view.order, None, filters, view)
-
-    def _first_passing(
-        self,
-        candidates: Positions | None,
-        columns: _Columns | None,
-        filters: OfferFilters,
-        view: _View,
-    ) -> Positions:
-        """The first `filters.limit` of `candidates` (None: every position) that pass the
-        other filters. `columns` are the candidates' (None: taken as read). With a limit, the
-        candidates are read in growing steps until the limit is reached: a page of the
-        cheapest offers reads the cheapest few thousand, not every offer. In the loaded order
-        (cheapest per GPU-hour first, NaN last), a price cap ends the candidates where the
-        price passes it."""
-        total = self.size if candidates is None else len(candidates)
-        if view.order is None and columns is not None:  # a cap on the loaded order ends it
-            for f, cap in filters.given():
-                if f.column == _LOADED_ORDER and f.compare == "<=":
-                    total = int(np.searchsorted(columns[_LOADED_ORDER], cap, side="right"))
-        limit = filters.limit
-        step = total if limit is None else max(_FIRST_STEP, 4 * limit)
-        found: list[Positions] = []
-        count = start = 0
-        while start < total and (limit is None or count < limit):
-            stop = min(total, start + step)
-            rows = np.arange(start, stop) if candidates is None else candidates[start:stop]
-            part = self._columns.at(rows) if columns is None else _Slice(columns, start, stop)
-            mask = self._mask(part, filters)
+        """Positions of the offers that pass `filters`, in its `sort` order (unknown values
+        last, then `warehouse.offers.TIE_BREAK`), the first `limit`. `as_of` is not read: the
+        copy is of one time, the caller's choice."""
+        stop = self.size
+        cap = filters.max_price_per_gpu_hour
+        if cap is not None:  # the loaded order is cheapest first (NaN last): the cap ends it
+            stop = int(np.searchsorted(self._columns[LOADED_ORDER], cap, side="right"))
+        rows: Rows = slice(0, stop)
+        if filters.gpus is not None:
+            candidates = self._gpu_positions(filters.gpus)
+            rows = candidates[: int(np.searchsorted(candidates, stop))]
+        mask = self._mask(rows, filters)
+        if isinstance(rows, slice):
+            hits = np.arange(stop) if mask is None else np.flatnonzero(mask)
+        else:
             hits = rows if mask is None else rows[mask]
-            found.append(hits)
-            count, start, step = count + len(hits), stop, step * 2
-        if not found:
-            return np.empty(0, np.int64)
-        positions = found[0] if len(found) == 1 else np.concatenate(found)
-        return positions[:limit]
+        return self._ordered(hits.astype(np.int64, copy=False), filters.sort, filters.limit)
 
-    def _view(self, sort: SortKey) -> _View:
-        if sort not in self._views:
+    def _gpu_positions(self, gpus: frozenset[str]) -> Positions:
+        """The positions of these GPUs' offers, ascending."""
+        present = tuple(sorted(g for g in gpus if g in self._rows_of_gpu))
+        if len(present) <= 1:
+            return self._rows_of_gpu[present[0]] if present else np.empty(0, np.int64)
+        found = self._gpu_sets.get(present)
+        if found is None:
+            found = np.sort(np.concatenate([self._rows_of_gpu[g] for g in present]))
+            with self._lock:
+                if sum(a.nbytes for a in self._gpu_sets.values()) > self.derived_bytes // 4:
+                    self._gpu_sets = {}  # the few asked often are made again as asked
+                self._gpu_sets[present] = found
+        return found
+
+    def _ordered(self, hits: Positions, sort: SortKey, limit: int | None) -> Positions:
+        """`hits` (ascending positions: the loaded order) in `sort`'s order, the first
+        `limit`."""
+        if sort == LOADED_ORDER:
+            return hits[:limit]
+        ranks = self._ranks_of(sort)[hits]
+        if limit is not None and limit < len(hits):
+            first = np.argpartition(ranks, limit - 1)[:limit]
+            return hits[first[np.argsort(ranks[first])]]
+        return hits[np.argsort(ranks)]
+
+    def _ranks_of(self, sort: SortKey) -> npt.NDArray[np.int32]:
+        """Each position's place in `sort`'s order (made once per sort, kept)."""
+        ranks = self._ranks.get(sort)
+        if ranks is None:
             keys = [
                 (name, "descending" if d else "ascending", "at_end")  # unknown values last
                 for name, d in sort_columns(sort)
             ]
-            order = pc.sort_indices(self.table, sort_keys=keys).to_numpy().astype(np.int64)
-            self._views[sort] = _View(self._texts["gpu"], order)
-        view = self._views[sort]
-        if sum(v.nbytes for v in self._views.values()) > self.derived_bytes * 3 // 4:
-            for other in self._views.values():  # made again as asked; this one's groups too
-                other.groups.clear()
-            self._views = {_LOADED_ORDER: self._views[_LOADED_ORDER], sort: view}
-        return view
+            order = pc.sort_indices(self.table, sort_keys=keys).to_numpy()
+            ranks = np.empty(self.size, np.int32)
+            ranks[order] = np.arange(self.size, dtype=np.int32)
+            with self._lock:
+                if sum(a.nbytes for a in self._ranks.values()) > self.derived_bytes // 2:
+                    self._ranks = {}
+                self._ranks[sort] = ranks
+        return ranks
 
-    def _mask(self, columns: _Columns | _Slice, filters: OfferFilters) -> Mask | None:
-        """The filters other than `gpus` over `columns`' rows (None: every row passes): the
-        bounds on numbers row by row, the others by each row's combination of values
-        (`ValueCombinations`)."""
-        conditions = _bound_conditions(columns, filters)
-        passing = self._combinations.passing(filters, self._combination_conditions)
+    def _mask(self, rows: Rows, filters: OfferFilters) -> Mask | None:
+        """The filters other than `gpus` (and the price cap `select` ends the rows at) over
+        `rows` (None: every row passes): the bounds on numbers row by row, the others by each
+        row's combination of values (`ValueCombinations`)."""
+        columns = self._columns
+        conditions: list[Mask] = []
+        for f in _BOUNDS:
+            value = getattr(filters, f.name)
+            if value is None or (f.column == LOADED_ORDER and f.compare == "<="):
+                continue
+            first, *more = f.columns
+            compared = columns[first][rows]
+            for other in more:
+                compared = compared * columns[other][rows]
+            conditions.append(_COMPARE[f.compare](compared, value))
+        passing = self._combinations.passing(
+            [getattr(filters, f.name) for f in _BY_COMBINATION], self._combination_conditions
+        )
         if passing is not None:
-            conditions.append(passing[columns["combination"]])
+            conditions.append(passing[columns["combination"][rows]])
         return all_of(conditions)
 
-    def _combination_conditions(self, columns: dict[str, np.ndarray], filters: Any) -> list[Mask]:
-        """The text and flag filters over `columns` (each combination's values)."""
+    def _combination_conditions(
+        self, columns: dict[str, np.ndarray], values: list[Any]
+    ) -> list[Mask]:
+        """The text and flag filters (`_BY_COMBINATION`, given `values`) over `columns` (each
+        combination's values)."""
         conditions: list[Mask] = []
-        for f in _BY_COMBINATION:
-            value = getattr(filters, f.name)
-            if not f.given(value):
-                continue
-            if f.compare in ("is", "in"):
-                text = self._texts[f.column]
-                wanted = frozenset({value}) if f.compare == "is" else value
-                conditions.append(text.among(columns[f.column], wanted))
-            elif f.compare == "contains":
-                part, names = value.lower(), self._texts[f.column].names
-                hit = np.array([part in name.lower() for name in names] + [False])
-                conditions.append(hit[columns[f.column]])
-            else:  # a flag: its own column, or (`named`) the column the value names
-                conditions.append(columns[value if f.compare == "named" else f.column])
+        for f, value in zip(_BY_COMBINATION, values, strict=True):
+            if f.given(value):
+                conditions.append(self._condition(f, value, columns))
         return conditions
 
-
-def _bound_conditions(columns: _Columns | _Slice, filters: Any) -> list[Mask]:
-    """The bounds on numeric columns over `columns`' rows (NaN, i.e. NULL, never passes)."""
-    conditions = []
-    for f in _BOUNDS:
-        value = getattr(filters, f.name)
-        if value is not None:
-            first, *more = f.columns
-            compared = columns[first] if not more else np.prod([columns[c] for c in f.columns], 0)
-            conditions.append(_COMPARE[f.compare](compared, value))
-    return conditions
+    def _condition(self, f: Filter, value: Any, columns: dict[str, np.ndarray]) -> Mask:
+        """One text or flag filter over `columns`."""
+        if f.compare in ("is", "in"):
+            wanted = frozenset({value}) if f.compare == "is" else value
+            return self._texts[f.column].among(columns[f.column], wanted)
+        if f.compare == "contains":
+            part, names = value.lower(), self._texts[f.column].names
+            hit = np.array([part in name.lower() for name in names] + [False])
+            return cast(Mask, hit[columns[f.column]])
+        if f.compare == "named" and value not in f.column.split("|"):
+            raise ValueError(f"{f.name} is one of {f.column.replace('|', ', ')}, not {value!r}")
+        # a flag: its own column, or (`named`) the column the value names
+        return cast(Mask, columns[value if f.compare == "named" else f.column])

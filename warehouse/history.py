@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pyarrow as pa
 
 from warehouse.offers import SNAPSHOTS_AS_OF, OfferFilters, scope_conditions
 from warehouse.rollups import ROLLUP_INTERVALS, bucket_start
@@ -32,6 +33,7 @@ __all__ = [
     "points_json_sql",
     "with_point_json",
     "export_query",
+    "export_table",
     "price_history",
     "prune_before",
     "snapshot_times",
@@ -327,6 +329,17 @@ def export_query(
     if fmt == "csv":
         sql = csv_safe(conn, sql, params)
     conn.execute(f"COPY ({sql}) TO '{_quoted(target)}' ({options})", params)
+
+
+def export_table(conn: duckdb.DuckDBPyConnection, table: pa.Table, target: Path, fmt: str) -> None:
+    """Write `table` (Arrow rows: e.g. an answer's offers) to `target` as `export_query` writes
+    a query's rows."""
+    name = f"exported_{id(table)}"
+    conn.register(name, table)
+    try:
+        export_query(conn, f"SELECT * FROM {name}", [], target, fmt)
+    finally:
+        conn.unregister(name)
 
 
 FORMULA_START = r"^[=+\-@\t\r]"

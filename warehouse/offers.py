@@ -1,6 +1,8 @@
-"""Which offers, in SQL: the resolved filter scope (`OfferFilters`) and the one function that
-turns it into conditions (`scope_conditions`), used by current offers, `as_of`, exports and the
-history rebuilt from raw observations alike.
+"""Which offers: the resolved filter scope (`OfferFilters`), and the SQL that reads offers into
+an in-memory copy (`read_offers`: current offers, or each provider's snapshot as of a time),
+which `warehouse.current.CurrentOffers` filters and sorts, the one engine of offer questions.
+`scope_conditions` turns the same scope into SQL for the one other question that filters in SQL:
+the price history rebuilt from raw observations (`warehouse.history`).
 
 Offers are read with two derived columns (`offers_relation`), computed here once from the
 catalog's figures that the pipeline hands over (`GpuFigure`): `price_per_pflop_hour` (USD per
@@ -11,7 +13,7 @@ true on SXM boards, NULL where the catalog cannot tell, e.g. a PCIe card a bridg
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, make_dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -25,14 +27,14 @@ __all__ = [
     "DERIVED_COLUMNS",
     "NEWEST_SNAPSHOT",
     "SNAPSHOTS_AS_OF",
+    "LOADED_ORDER",
     "SORT_FIELDS",
     "GpuFigure",
     "OfferFilters",
     "SortKey",
     "arrow_rows",
-    "latest_offers",
     "offers_relation",
-    "offers_sql",
+    "read_offers",
     "scope_conditions",
     "sort_columns",
 ]
@@ -54,6 +56,8 @@ SORT_FIELDS = (
 TIE_BREAK = ("price_per_gpu_hour", "price_per_hour", "provider", "offer_id", "pricing")
 """After the sort field (unknown values last): cheapest per GPU-hour, then a stable key."""
 DERIVED_COLUMNS = ("price_per_pflop_hour", "nvlink", "vendor")
+LOADED_ORDER: SortKey = "price_per_gpu_hour"
+"""The order offers are read in (`read_offers`): cheapest per GPU-hour first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,33 +87,50 @@ def sort_columns(sort: SortKey) -> list[tuple[str, bool]]:
     return [(field, descending), *rest]
 
 
-def _given(self: Any) -> list[tuple[Filter, Any]]:
-    """The declared filters this one sets to something other than "any", with their values."""
-    return [(f, value) for f in FILTERS if f.given(value := getattr(self, f.name))]
+@dataclass(frozen=True, slots=True)
+class OfferFilters:
+    """Filters over offers, already resolved: one field per row of `warehouse.filters.FILTERS`
+    (in its order: tests/warehouse/test_filters.py holds them equal; `gpus`, `providers` and
+    `countries` sets of names already checked; None, empty or a false flag mean "any"), then
+    the answer's `sort` and `limit`, `as_of` (None: the current snapshots; else each provider's
+    last good snapshot at or before it) and `gpu_figures` (the catalog's figures behind the
+    derived columns; none: they are NULL). The pipeline's `OfferScope` is what users give; this
+    is what the in-memory engine (`warehouse.current.CurrentOffers`) evaluates."""
+
+    gpus: frozenset[str] | None = None
+    providers: frozenset[str] | None = None
+    pricing: str | None = None
+    region: str | None = None
+    form_factor: str | None = None
+    vendor: str | None = None
+    countries: frozenset[str] | None = None
+    continent: str | None = None
+    jurisdiction: str | None = None
+    max_price_per_gpu_hour: float | None = None
+    max_price_per_hour: float | None = None
+    gpu_count: int | None = None
+    min_gpu_count: int | None = None
+    min_vram_gb: float | None = None
+    min_total_vram_gb: float | None = None
+    min_reliability: float | None = None
+    verified: bool = False
+    nvlink: bool = False
+    min_vcpus: float | None = None
+    min_ram_gb: float | None = None
+    min_disk_gb: float | None = None
+    include_unavailable: bool = False
+    sort: SortKey = "price_per_gpu_hour"
+    limit: int | None = None
+    as_of: datetime | None = None
+    gpu_figures: tuple[GpuFigure, ...] = ()
+
+    def given(self) -> list[tuple[Filter, Any]]:
+        """The declared filters this one sets to something other than "any", with their
+        values."""
+        return [(f, value) for f in FILTERS if f.given(value := getattr(self, f.name))]
 
 
-OfferFilters = make_dataclass(
-    "OfferFilters",
-    [
-        *((f.name, Any, field(default=f.default)) for f in FILTERS),
-        ("sort", SortKey, field(default="price_per_gpu_hour")),
-        ("limit", int | None, field(default=None)),
-        ("as_of", datetime | None, field(default=None)),
-        ("gpu_figures", tuple[GpuFigure, ...], field(default=())),
-    ],
-    namespace={"given": _given, "__module__": __name__},
-    frozen=True,
-    slots=True,
-)
-OfferFilters.__doc__ = """Filters over offers, already resolved: one field per row of
-`warehouse.filters.FILTERS` (`gpus` a set of canonical ids, names checked; None, empty or a
-false flag mean "any"), then the answer's `sort` and `limit`, `as_of` (None: the current
-snapshots; else each provider's last good snapshot at or before it) and `gpu_figures` (the
-catalog's figures behind the derived columns; none: they are NULL). The pipeline's `OfferScope`
-is what users give; this is what SQL (and the in-memory copy of the current offers) evaluates."""
-
-
-def scope_conditions(f: Any, params: list[Any]) -> list[str]:
+def scope_conditions(f: OfferFilters, params: list[Any]) -> list[str]:
     """SQL conditions for every scope filter of `f` (an `OfferFilters`), on any relation with
     the offer columns."""
     return [sql_condition(declared, value, params) for declared, value in f.given()]
@@ -177,21 +198,6 @@ def order_by(sort: SortKey) -> str:
     )
 
 
-def latest_offers(
-    conn: duckdb.DuckDBPyConnection,
-    filters: OfferFilters,
-    snapshots: list[tuple[str, datetime]] | None = None,
-) -> list[dict[str, Any]]:
-    """Offers of each provider's latest good snapshot (or the one as of `filters.as_of`: each
-    provider's (run, observed_at) then, found here unless given as `snapshots`)."""
-    if filters.as_of is not None and snapshots is None:
-        snapshots = conn.execute(
-            f"SELECT run_id, observed_at FROM ({SNAPSHOTS_AS_OF})", [filters.as_of]
-        ).fetchall()
-    sql, params = offers_sql(filters, snapshots)
-    return arrow_rows(conn.execute(sql, params).to_arrow_table())
-
-
 def arrow_rows(table: pa.Table) -> list[dict[str, Any]]:
     """The rows of `table` as dicts (`Table.to_pylist`'s keys and values), each timestamp made
     once per distinct value: a snapshot's offers share one `observed_at`, and pyarrow's time
@@ -224,29 +230,20 @@ def snapshots_source(
                     min(max(times, default=as_of), as_of)]  # fmt: skip
 
 
-def offers_sql(
-    filters: OfferFilters, snapshots: list[tuple[str, datetime]] | None = None
-) -> tuple[str, list[Any]]:
-    """The query behind `latest_offers`, for exports that stream it to a file.
-
-    With `as_of`, `snapshots` (each provider's snapshot run then and its observed_at, as
-    `latest_offers` finds them) bound `observed_at` by constants, so that DuckDB reads only the
-    row groups of those snapshots instead of every observation up to `as_of`.
-    """
-    source = "current_offers"
-    snapshot_params: list[Any] = []
-    if filters.as_of is not None and snapshots is None:
-        source = f"""(SELECT * FROM offer_observations
-            WHERE run_id IN (SELECT run_id FROM ({SNAPSHOTS_AS_OF})) AND observed_at <= ?)"""
-        snapshot_params = [filters.as_of, filters.as_of]
-    elif filters.as_of is not None and snapshots is not None:
-        source, snapshot_params = snapshots_source(snapshots, filters.as_of)
+def read_offers(
+    conn: duckdb.DuckDBPyConnection,
+    figures: tuple[GpuFigure, ...],
+    past: tuple[list[tuple[str, datetime]], datetime] | None = None,
+) -> pa.Table:
+    """Every offer of each provider's latest good snapshot (`current_offers`), or of the
+    snapshots in force at a past time (`past`: each provider's (run, observed_at) then, as
+    `SNAPSHOTS_AS_OF` finds them, and the time), with the derived columns, cheapest per
+    GPU-hour first: what an in-memory copy (`warehouse.current.CurrentOffers`) is made of. The
+    only SQL an offer question runs: which offers pass is the copy's to say."""
     params: list[Any] = []
-    relation = offers_relation(source, filters.gpu_figures, params)
-    params += snapshot_params
-    where = ["TRUE", *scope_conditions(filters, params)]
-    sql = f"SELECT * FROM {relation} WHERE {' AND '.join(where)} ORDER BY {order_by(filters.sort)}"
-    if filters.limit is not None:
-        sql += " LIMIT ?"
-        params.append(filters.limit)
-    return sql, params
+    source, snapshot_params = "current_offers", list[Any]()
+    if past is not None:
+        source, snapshot_params = snapshots_source(*past)
+    relation = offers_relation(source, figures, params)
+    sql = f"SELECT * FROM {relation} ORDER BY {order_by(LOADED_ORDER)}"
+    return conn.execute(sql, params + snapshot_params).to_arrow_table()

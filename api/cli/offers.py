@@ -36,7 +36,7 @@ from api.rest.schemas import GpuOut, GpusPage, OfferOut
 from pipeline.market.freshness import provider_freshness
 from pipeline.market.offers import OfferQuery, gpu_specs
 from pipeline.market.scope import ALL_SCOPE, OfferScope
-from pipeline.market.serving import answer_offers
+from pipeline.market.serving import OfferServer
 from warehouse import Warehouse
 from warehouse.offers import SORT_FIELDS
 
@@ -104,7 +104,9 @@ def offers(
     def local(warehouse: Warehouse) -> list[dict[str, Any]]:
         now = datetime.now(UTC)
         freshness = provider_freshness(warehouse, settings, now)
-        return answer_offers(warehouse, settings, query, now, freshness).offers
+        answer = OfferServer(warehouse, settings).answer(query, now, freshness)
+        assert answer is not None  # only a ready-only question goes unanswered
+        return answer.offers
 
     found: list[Any] = answered(
         settings, api, lambda remote: remote.get("/offers", query_params(query))["offers"], local

@@ -1,106 +1,105 @@
-"""Offers as JSON bytes: the one writer of an offer object, of a JSON array (or page) of offers
-and of NDJSON lines, for every answer `/offers` gives (`pipeline.market.serving.OffersAnswer`).
+"""Offers as JSON bytes: the one writer of an offer object (the declared response model's keys,
+`OfferOut`, in its order), of a JSON array of offers and of NDJSON lines, for every answer
+`/offers` gives (`pipeline.market.serving.OffersAnswer`).
 
-An answer from an in-memory copy of the offers names them by position: each offer of a copy is
-written once, the first time an answer over that copy is written (`prepare`, in a worker
-thread), and kept with the copy (dropped with it). A page is then a join of bytes already
-written, each with its `stale` mark. Rows the warehouse returned are written as they come.
+An answer names its offers by position in the copy that answered. Each offer is written once, by
+itself (`orjson` of its row), and kept with the copy by position (`CurrentOffers.kept`: dropped
+with the copy). The copy of the snapshots in force is written whole the first time it answers (in
+a worker thread: `prepare`); a past copy only where asked. A page is then a join of bytes
+already written, each closed with its `stale` mark.
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 
 from api.rest.schemas import OfferOut
 from pipeline.market.serving import OffersAnswer
 from warehouse.current import CurrentOffers
 
-__all__ = ["OFFER_KEYS", "json_array", "ndjson_lines", "prepare", "ready", "write_offers"]
+__all__ = ["OFFER_KEYS", "json_array", "ndjson_lines", "prepare", "ready", "write_offer"]
 
 OFFER_KEYS = tuple(OfferOut.model_fields)
-"""An offer object's keys in order: the warehouse's columns, then `stale`."""
+"""An offer object's keys in order: the copy's columns, then `stale`."""
 _COLUMNS = list(OFFER_KEYS[:-1])
 WRITE_ROWS = 4096
 """Offers of a copy read into Python and written per step."""
 _STALE = {True: b',"stale":true}', False: b',"stale":false}'}
-
-
-def write_offers(rows: list[dict[str, Any]], keys: tuple[str, ...] = OFFER_KEYS) -> list[bytes]:
-    """Each row (an offer with at least `keys`) as `OfferOut` serializes it (its `keys`), in one
-    `orjson.dumps` of the list (tests/api/rest/test_offers_json.py holds it to pydantic's)."""
-    if not rows:
-        return []
-    if tuple(rows[0]) != keys:  # the rows of one query share their keys
-        rows = [{k: row[k] for k in keys} for row in rows]
-    return _split_array(orjson.dumps(rows, option=orjson.OPT_UTC_Z), keys[0])
-
-
-def _split_array(array: bytes, first_key: str) -> list[bytes]:
-    """The objects of a JSON array of flat objects that all begin with `first_key`, each as its
-    own bytes. A boundary is `},{"<first_key>":`, which no string holds: inside a string a quote
-    is escaped (`\\"`), so `{"` never appears there unescaped."""
-    if array == b"[]":
-        return []
-    boundary = b'},{"' + first_key.encode() + b'":'
-    pieces = array[1:-2].split(boundary)  # without "[" and the last "}]"
-    head = boundary[2:]
-    return [pieces[0] + b"}", *(head + piece + b"}" for piece in pieces[1:])]
-
-
-_written: weakref.WeakKeyDictionary[CurrentOffers, list[bytes]] = weakref.WeakKeyDictionary()
-"""Each copy's offers as JSON objects without their closing brace, by position."""
-_writing = threading.Lock()
 _BYTES_OBJECT = 41
 """What Python spends on one `bytes` beyond its content, with its place in a list."""
 
 
+def write_offer(row: dict[str, Any]) -> bytes:
+    """One offer (a row with `OfferOut`'s keys but `stale`, in order) as JSON, without its
+    closing brace: `stale` goes last (tests/api/rest/test_offers_json.py holds the whole object
+    to pydantic's)."""
+    return orjson.dumps(row, option=orjson.OPT_UTC_Z)[:-1]
+
+
+class _Written:
+    """A copy's offers as JSON objects without their closing brace, by position."""
+
+    def __init__(self, size: int) -> None:
+        self.objects: list[bytes] = [b""] * size
+        self.done: npt.NDArray[np.bool_] = np.zeros(size, np.bool_)
+        self.whole = size == 0
+        self.lock = threading.Lock()
+
+
+def _written(copy: CurrentOffers) -> _Written:
+    return copy.kept("offers_json", lambda: _Written(copy.size))
+
+
 def ready(answer: OffersAnswer) -> bool:
     """Whether `answer`'s offers can be joined now, with nothing to write first."""
-    return answer.copy is None or answer.copy in _written
+    written = _written(answer.copy)
+    return written.whole or bool(written.done[answer.positions].all())
 
 
 def prepare(answer: OffersAnswer) -> None:
-    """Write every offer of `answer`'s copy, once per copy (seconds for a large copy: call it
-    off the event loop)."""
-    copy = answer.copy
-    if copy is None or copy in _written:
-        return
-    with _writing:
-        if copy in _written:
-            return
-        written: list[bytes] = []
-        for start in range(0, copy.size, WRITE_ROWS):
-            at = np.arange(start, min(copy.size, start + WRITE_ROWS))
-            rows = write_offers(copy.rows_at(at, _COLUMNS), OFFER_KEYS[:-1])
-            written += [raw[:-1] for raw in rows]  # without "}": `stale` goes last
-        _written[copy] = written
-        copy.attached_bytes = sum(len(raw) for raw in written) + _BYTES_OBJECT * len(written)
+    """Write the offers `answer` needs that are not written yet: every offer of the copy in
+    force (seconds for a large copy: call it off the event loop), a past copy's asked ones."""
+    copy, positions = answer.copy, answer.positions
+    written = _written(copy)
+    with written.lock:
+        asked = positions if answer.past else np.arange(copy.size)
+        missing = asked[~written.done[asked]]
+        for start in range(0, len(missing), WRITE_ROWS):
+            at = missing[start : start + WRITE_ROWS]
+            objects = [write_offer(row) for row in copy.rows_at(at, _COLUMNS)]
+            for position, raw in zip(at.tolist(), objects, strict=True):
+                written.objects[position] = raw
+            written.done[at] = True
+            copy.attached_bytes += sum(len(raw) + _BYTES_OBJECT for raw in objects)
+        written.whole = bool(written.done.all())
 
 
-def _objects(answer: OffersAnswer, start: int, stop: int) -> list[bytes]:
-    """Offers `start:stop` of `answer`, each one JSON object ending with its `stale` mark."""
-    if answer.rows is not None:
-        rows = answer.rows[start:stop]
-        opened = [raw[:-1] for raw in write_offers(rows, OFFER_KEYS[:-1])]
-    else:
-        assert answer.copy is not None and answer.positions is not None
-        written = _written[answer.copy]
-        opened = [written[at] for at in answer.positions[start:stop].tolist()]
-    marks = answer.stale[start:stop].tolist()
-    return [raw + _STALE[s] for raw, s in zip(opened, marks, strict=True)]
+def _piece(answer: OffersAnswer, start: int, stop: int, separator: bytes) -> bytes:
+    """Offers `start:stop` of `answer`, each one JSON object closed with its `stale` mark,
+    `separator` between them. Where every mark is the same (most pieces), one join with that
+    mark in the separator: no object is copied but into the result."""
+    objects = _written(answer.copy).objects
+    opened = [objects[at] for at in answer.positions[start:stop].tolist()]
+    if not opened:
+        return b""
+    marks = answer.stale[start:stop]
+    if marks.all() or not marks.any():
+        close = _STALE[bool(marks[0])]
+        return (close + separator).join(opened) + close
+    return separator.join([raw + _STALE[s] for raw, s in zip(opened, marks.tolist(), strict=True)])
 
 
 def json_array(answer: OffersAnswer, rows_per_piece: int) -> Iterator[bytes]:
     """The offers as one JSON array, `rows_per_piece` objects a piece, each made as asked."""
     yield b"["
     for start in range(0, answer.count, rows_per_piece):
-        piece = b",".join(_objects(answer, start, start + rows_per_piece))
+        piece = _piece(answer, start, start + rows_per_piece, b",")
         yield b"," + piece if start else piece
     yield b"]"
 
@@ -108,4 +107,4 @@ def json_array(answer: OffersAnswer, rows_per_piece: int) -> Iterator[bytes]:
 def ndjson_lines(answer: OffersAnswer, rows_per_piece: int) -> Iterator[bytes]:
     """The offers as NDJSON, one object a line, `rows_per_piece` lines a piece."""
     for start in range(0, answer.count, rows_per_piece):
-        yield b"\n".join(_objects(answer, start, start + rows_per_piece)) + b"\n"
+        yield _piece(answer, start, start + rows_per_piece, b"\n") + b"\n"

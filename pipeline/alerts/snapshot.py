@@ -2,18 +2,16 @@
 
 Evaluating rules one query each took ~18 ms a rule (10,000 rules: minutes after every
 collection). `OfferSnapshot` reads every current offer once, into the same in-memory copy a
-serving process answers `/offers` from (`warehouse.current.CurrentOffers`), and answers each
-price, availability or workload rule from it, the `region` filter (which that copy leaves to
-SQL) applied here as the SQL applies it: a case-insensitive part of the region text.
+serving process answers `/offers` from (`pipeline.market.offers.read_copy`), and answers each
+price, availability or workload rule from it.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from pipeline.catalog import Catalog
-from pipeline.market.offers import OfferQuery, current_offers
+from pipeline.market.offers import OfferQuery, current_offers, read_copy
 from warehouse import Warehouse
 from warehouse.current import CurrentOffers
 
@@ -34,12 +32,6 @@ class OfferSnapshot:
         if filters.as_of is not None:  # a past snapshot: not what a rule asks
             return current_offers(self._warehouse, query, self._catalog)
         if self._copy is None:
-            with self._warehouse.cursor() as cur:
-                self._copy = CurrentOffers.load(cur, None, filters.gpu_figures)
+            self._copy = read_copy(self._warehouse, filters)
             self.reads += 1
-        if filters.region is None:
-            return self._copy.rows(filters)
-        rows = self._copy.rows(replace(filters, region=None, limit=None))
-        part = filters.region.lower()
-        matched = [row for row in rows if part in (row.get("region") or "").lower()]
-        return matched if filters.limit is None else matched[: filters.limit]
+        return self._copy.rows(filters)

@@ -9,16 +9,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
+import pyarrow as pa
 from pydantic import Field
 
 from pipeline.errors import PipelineError
-from pipeline.market.offers import OfferQuery
 from pipeline.market.scope import PLACE_SCOPE, OfferScope, resolve
 from pipeline.timeparse import UtcDateTime
 from warehouse import Warehouse
 from warehouse import history as h
 from warehouse.history_json import price_history_json as history_json
-from warehouse.offers import offers_sql
 
 __all__ = [
     "HistoryQuery",
@@ -31,7 +30,6 @@ __all__ = [
     "price_history",
     "price_history_json",
     "prune",
-    "snapshots_as_of",
 ]
 
 Interval = Literal["1h", "6h", "1d", "1w"]
@@ -149,11 +147,6 @@ def check_as_of(as_of: datetime, now: datetime, retention: timedelta) -> None:
         )
 
 
-def snapshots_as_of(warehouse: Warehouse, as_of: datetime) -> list[dict[str, Any]]:
-    with warehouse.cursor() as cur:
-        return h.snapshot_times(cur, as_of)
-
-
 def export_sql(warehouse: Warehouse, sql: str, params: list[Any], fmt: ExportFormat) -> bytes:
     """The rows of a warehouse query as CSV or Parquet bytes (the export endpoints' body)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -163,10 +156,14 @@ def export_sql(warehouse: Warehouse, sql: str, params: list[Any], fmt: ExportFor
         return target.read_bytes()
 
 
-def export_offers(warehouse: Warehouse, query: OfferQuery, fmt: ExportFormat) -> bytes:
-    """The offers `/offers` would list, as CSV or Parquet bytes."""
-    sql, params = offers_sql(query.filters())
-    return export_sql(warehouse, sql, params, fmt)
+def export_offers(warehouse: Warehouse, offers: pa.Table, fmt: ExportFormat) -> bytes:
+    """An answer's offers (`OffersAnswer.table`: the rows `/offers` lists, in its order) as CSV
+    or Parquet bytes, written as the other exports are."""
+    with tempfile.TemporaryDirectory() as tmp:
+        target = Path(tmp) / f"export.{fmt}"
+        with warehouse.cursor() as cur:
+            h.export_table(cur, offers, target, fmt)
+        return target.read_bytes()
 
 
 def export_history(

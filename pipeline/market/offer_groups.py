@@ -36,8 +36,7 @@ def _codes(column: pa.ChunkedArray | pa.Array) -> npt.NDArray[np.int64]:
     """Each value as a number, equal values equal (NULL its own number)."""
     encoded = pc.dictionary_encode(column).combine_chunks()
     size = len(encoded.dictionary)
-    codes = pc.fill_null(encoded.indices, size).to_numpy().astype(np.int64)
-    return cast("npt.NDArray[np.int64]", codes)
+    return np.asarray(pc.fill_null(encoded.indices, size).to_numpy(), dtype=np.int64)
 
 
 def cheapest_per(
@@ -47,10 +46,8 @@ def cheapest_per(
     `GPU_KEY`), in the answer's order, which is the cheapest when the answer is cheapest per
     GPU-hour first (ties: the first listed); `offers`: how many the group holds, and
     `max_vram_gb`: the most memory among them. `available_only`: of available offers only."""
-    if answer.rows is not None:  # rows the warehouse returned: grouped as they are
-        return _cheapest_of_rows(answer.offers, keys, available_only)
     copy, positions = answer.copy, answer.positions
-    if copy is None or positions is None or not len(positions):
+    if not len(positions):
         return []
     taken = pa.array(positions, pa.int64())
     names = {"gpu", "gpu_raw", "available", "vram_gb", *(k for k in keys if k != GPU_KEY)}
@@ -77,25 +74,6 @@ def cheapest_per(
     ]
 
 
-def _cheapest_of_rows(
-    rows: list[dict[str, Any]], keys: Sequence[str], available_only: bool
-) -> list[dict[str, Any]]:
-    groups: dict[tuple[Any, ...], dict[str, Any]] = {}
-    for row in rows:
-        if available_only and not row["available"]:
-            continue
-        key = tuple(row["gpu"] or row["gpu_raw"] if k == GPU_KEY else row[k] for k in keys)
-        found = groups.get(key)
-        vram = row.get("vram_gb")
-        if found is None:
-            groups[key] = {**row, "offers": 1, "max_vram_gb": vram}
-            continue
-        found["offers"] += 1
-        if vram is not None and (found["max_vram_gb"] is None or vram > found["max_vram_gb"]):
-            found["max_vram_gb"] = vram
-    return list(groups.values())
-
-
 def sorted_page(
     answer: OffersAnswer, values: pa.Array | None, descending: bool, count: int
 ) -> OffersAnswer:
@@ -109,16 +87,10 @@ def sorted_page(
         way = "descending" if descending else "ascending"
         order = pc.sort_indices(table, sort_keys=[("value", way, "at_end")])
         order = order.to_numpy()[:count]
-    if answer.rows is not None:
-        return replace(answer, stale=answer.stale[order], rows=[answer.rows[i] for i in order])
-    assert answer.positions is not None
     return replace(answer, stale=answer.stale[order], positions=answer.positions[order])
 
 
 def column_of(answer: OffersAnswer, name: str) -> pa.Array:
     """One column of `answer`'s offers, in its order."""
-    if answer.rows is not None:
-        return pa.array([row.get(name) for row in answer.rows])
-    assert answer.copy is not None and answer.positions is not None
     taken = answer.copy.table.column(name).take(pa.array(answer.positions, pa.int64()))
     return taken.combine_chunks()

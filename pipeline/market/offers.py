@@ -1,4 +1,10 @@
-"""Current offers, as the CLI and the API ask for them: names validated, then one query."""
+"""Offer questions (`OfferQuery`) and the copy of offers that answers them.
+
+Every offer question, current or as of a time, is answered by one engine: an in-memory copy of
+the offers (`warehouse.current.CurrentOffers`), read by `read_copy`, the one place that decides
+which snapshots a question is asked of. A serving process keeps its copies
+(`pipeline.market.serving.OfferServer`); a question asked once reads one (`current_offers`).
+"""
 
 from __future__ import annotations
 
@@ -12,14 +18,17 @@ from pipeline.catalog import Catalog, GpuSpec, Resolution, get_catalog
 from pipeline.market.scope import OfferScope, resolve
 from pipeline.timeparse import UtcDateTime
 from warehouse import OfferFilters, Warehouse
-from warehouse import offers as wo
+from warehouse import history as h
 from warehouse import queries as q
+from warehouse.current import DERIVED_BYTES_KEPT, CurrentOffers
 from warehouse.offers import SORT_FIELDS, SortKey, sort_columns
 
 __all__ = [
     "MAX_OFFERS_LIMIT",
     "OfferQuery",
     "current_offers",
+    "snapshots_as_of",
+    "read_copy",
     "gpu_specs",
     "provider_runs",
     "resolve_gpu",
@@ -58,18 +67,39 @@ class OfferQuery(OfferScope):
         return resolve(self, catalog, sort=self.sort, limit=self.limit, as_of=self.as_of)
 
 
-def current_offers(
+def read_copy(
     warehouse: Warehouse,
-    query: OfferQuery,
-    catalog: Catalog | None = None,
-    snapshots: list[tuple[str, datetime]] | None = None,
-) -> list[dict[str, Any]]:
-    """Offers of each provider's latest good snapshot (or as of `query.as_of`: `snapshots`,
-    each provider's run then, when the caller has found them), cheapest first: one query (a
-    serving process answers current offers from memory: `pipeline.market.serving`)."""
-    filters = query.filters(catalog)
+    filters: OfferFilters,
+    snapshots: list[dict[str, Any]] | None = None,
+    derived_bytes: int = DERIVED_BYTES_KEPT,
+) -> CurrentOffers:
+    """The copy that answers `filters`: the snapshots in force, or with `as_of` each provider's
+    last good snapshot then (`snapshots`, when the caller has found them: `snapshots_as_of`).
+    The only read an offer question makes; the rest is `CurrentOffers.select`."""
     with warehouse.cursor() as cur:
-        return wo.latest_offers(cur, filters, snapshots)
+        if filters.as_of is None:
+            return CurrentOffers.load(cur, None, filters.gpu_figures, derived_bytes=derived_bytes)
+        if snapshots is None:
+            snapshots = h.snapshot_times(cur, filters.as_of)
+        runs = [(snap["run_id"], snap["observed_at"]) for snap in snapshots]
+        key = tuple(sorted(run_id for run_id, _ in runs))
+        past = (runs, filters.as_of)
+        return CurrentOffers.load(cur, key, filters.gpu_figures, past, derived_bytes)
+
+
+def snapshots_as_of(warehouse: Warehouse, as_of: datetime) -> list[dict[str, Any]]:
+    """Each provider's last good snapshot at or before `as_of`: run, observed time, size."""
+    with warehouse.cursor() as cur:
+        return h.snapshot_times(cur, as_of)
+
+
+def current_offers(
+    warehouse: Warehouse, query: OfferQuery, catalog: Catalog | None = None
+) -> list[dict[str, Any]]:
+    """The offers a question asked once selects (now, or as of `query.as_of`), in its order: a
+    copy read for it (a serving process keeps its copies: `pipeline.market.serving`)."""
+    filters = query.filters(catalog)
+    return read_copy(warehouse, filters).rows(filters)
 
 
 def unknown_gpus(warehouse: Warehouse) -> list[dict[str, Any]]:

@@ -1,13 +1,14 @@
-"""What `/offers` and `gpuprices offers` answer: offers plus the freshness of their providers.
+"""What every offer question answers (`/offers`, the CLI, the page, alerts, quotes, exports, MCP):
+offers plus the freshness of their providers, from the one engine
+(`warehouse.current.CurrentOffers`).
 
-`answer_offers` asks the warehouse (the CLI, the page, exports). A serving process asks its
-`OfferServer` instead: the one place current offers are served from. It holds, for the
-snapshots in force, each provider's status (read once per burst) and the current offers in
-memory (`warehouse.current.CurrentOffers`, which evaluates the same `OfferFilters` as the SQL),
-dropped together when a provider's snapshot changes; and copies of small past snapshots for
-`as_of`, bounded in bytes. A new question is a selection over NumPy arrays. An answer is offers,
-never bytes: positions in a copy (or rows the warehouse returned) and whether each is stale;
-`api/` writes them.
+`OfferServer.answer` is the one answer: it picks the copy (`_copy_for`): the copy of the
+snapshots in force, read once per version of them (each provider's status is read once per
+burst) and dropped when a provider's snapshot changes; or, with `as_of`, a copy of each
+provider's snapshot then, kept while the past copies fit `past_bytes_kept` (least recently asked
+out; one too large alone is answered, then dropped). A serving process keeps one server; a
+command asks a new one. An answer is offers, never bytes (`OffersAnswer`: positions in a copy
+and whether each is stale); `api/` writes them.
 """
 
 from __future__ import annotations
@@ -32,85 +33,69 @@ from pipeline.market.freshness import (
     stored_rate_dates,
     within_max_age,
 )
-from pipeline.market.history import check_as_of, snapshots_as_of
-from pipeline.market.offers import OfferQuery, current_offers
+from pipeline.market.history import check_as_of
+from pipeline.market.offers import OfferQuery, read_copy, snapshots_as_of
 from pipeline.settings import Settings
 from warehouse import OfferFilters, Warehouse
 from warehouse.current import CurrentOffers, Positions
 
-__all__ = ["OfferServer", "OffersAnswer", "answer_offers", "reported_providers"]
+__all__ = ["OfferServer", "OffersAnswer", "reported_providers"]
 
 STATUS_TTL_S = 1.0
 """How long one read of the runs table serves a burst of requests. A run written through this
 process's warehouse shows at once (`Warehouse.generation`); the TTL bounds how late a run
 written by another process (a collector on the same lake) shows."""
-PAST_COPY_ROWS = 10_000
-"""`as_of`: the snapshots of a past time, when they hold at most this many offers in all, are
-answered from an in-memory copy like current offers (history does not change: a copy stays
-true); larger ones are asked of the warehouse, which reads only the page asked for."""
 MIB = 1024 * 1024
 PAST_SHARE = 1 / 16
 """Of `Settings.memory_budget_mb`: the bytes of past copies kept in all (`CurrentOffers.nbytes`:
 tables, columns, derived answers and offers written), least recently asked out."""
 DERIVED_SHARE = 1 / 16
-"""Of the budget: the derived answers each copy keeps (`warehouse.current.DERIVED_BYTES_KEPT`).
-Needed at this size for speed: at 1/64 a 100,000-offer copy's sort orders and GPU groups no longer
-fit and are made again per question (`bench/load.py`'s unique questions then miss their target)."""
+"""Of the budget: the derived answers each copy keeps (`warehouse.current.DERIVED_BYTES_KEPT`):
+each sort's ranks, sets of GPUs' positions and passing combinations."""
 
 
 @dataclass(frozen=True, slots=True)
 class OffersAnswer:
-    """An answer's offers in order, as positions in an in-memory copy (`copy`, `positions`)
-    or as rows the warehouse returned (`rows`), whether each is stale (`stale`), and the
-    providers it reports on."""
+    """An answer's offers in order, as positions in the copy that answered (`copy`,
+    `positions`), whether each is stale (`stale`), the providers it reports on, and whether the
+    copy is of a past time (`past`: asked rarely, maybe dropped after this answer)."""
 
     providers: list[ProviderFreshness]
     stale: npt.NDArray[np.bool_]
-    copy: CurrentOffers | None = None
-    positions: Positions | None = None
-    rows: list[dict[str, Any]] | None = None
+    copy: CurrentOffers
+    positions: Positions
+    past: bool = False
 
     @property
     def count(self) -> int:
         return len(self.stale)
 
     @property
+    def table(self) -> pa.Table:
+        """The offers as Arrow rows of the copy (without `stale`)."""
+        return self.copy.table.take(pa.array(self.positions, pa.int64()))
+
+    @property
     def offers(self) -> list[dict[str, Any]]:
         """Each offer as a row, with its `stale` mark."""
-        if self.rows is not None:
-            rows = self.rows
-        elif self.copy is not None and self.positions is not None:
-            rows = self.copy.rows_at(self.positions)
-        else:
-            rows = []
+        rows = self.copy.rows_at(self.positions)
         return [{**row, "stale": s} for row, s in zip(rows, self.stale.tolist(), strict=True)]
 
 
-_NONE = OffersAnswer([], np.zeros(0, np.bool_))
-_MARKED = pa.schema(
-    [
-        ("provider", pa.string()),
-        ("fx_date", pa.date32()),
-        ("observed_at", pa.timestamp("us", "UTC")),
-    ]
-)
-"""The columns an offer's stale mark is made from (`stale_marks`)."""
-_MARKED_COLUMNS = _MARKED.names
-
-
 def _within_max_age(
-    query: OfferQuery, freshness: Sequence[ProviderFreshness], max_age: timedelta | None
-) -> OfferQuery | None:
-    """`query` limited to providers whose snapshot is at most `max_age` old (None: none is)."""
+    filters: OfferFilters, freshness: Sequence[ProviderFreshness], max_age: timedelta | None
+) -> OfferFilters | None:
+    """`filters` limited to providers whose snapshot is at most `max_age` old (None: none
+    is)."""
     if max_age is None:
-        return query
-    wanted = set(query.providers) if query.providers else {f.provider for f in freshness}
-    providers = tuple(sorted(wanted & within_max_age(freshness, max_age)))
-    return query.model_copy(update={"providers": providers}) if providers else None
+        return filters
+    wanted = set(filters.providers) if filters.providers else {f.provider for f in freshness}
+    providers = frozenset(wanted & within_max_age(freshness, max_age))
+    return replace(filters, providers=providers) if providers else None
 
 
 def reported_providers(
-    freshness: Sequence[ProviderFreshness], asked: Sequence[str]
+    freshness: Sequence[ProviderFreshness], asked: Sequence[str] | frozenset[str] | None
 ) -> list[ProviderFreshness]:
     """The providers an answer reports on: those asked for, else all (an answer's offers are
     all of the providers asked for, when any are)."""
@@ -141,33 +126,18 @@ def _as_of_freshness(
     return result
 
 
-def answer_offers(
-    warehouse: Warehouse,
-    settings: Settings,
-    query: OfferQuery,
-    now: datetime,
-    freshness: Sequence[ProviderFreshness],
-    max_age: timedelta | None = None,
-) -> OffersAnswer:
-    """Offers now (or as of `query.as_of`), asked of the warehouse, each marked stale with its
-    provider.
-
-    `max_age` leaves out providers whose snapshot is older than that; a provider whose last run
-    failed still serves its last good snapshot, marked stale.
-    """
-    snapshots = None
-    if query.as_of is not None:  # each provider's snapshot then, found once for both uses
-        check_as_of(query.as_of, now, settings.retention)
-        found = snapshots_as_of(warehouse, query.as_of)
-        freshness = _as_of_freshness(settings, query.as_of, found)
-        snapshots = [(snap["run_id"], snap["observed_at"]) for snap in found]
-    restricted = _within_max_age(query, freshness, max_age)
-    if restricted is None:
-        return _NONE
-    rows = current_offers(warehouse, restricted, snapshots=snapshots)
-    marked = pa.Table.from_pylist([{k: row[k] for k in _MARKED_COLUMNS} for row in rows], _MARKED)
-    stale = stale_marks(marked, {f.provider for f in freshness if f.stale})
-    return OffersAnswer(reported_providers(freshness, restricted.providers), stale, rows=rows)
+def _stale(
+    copy: CurrentOffers, positions: Positions, stale: frozenset[str]
+) -> npt.NDArray[np.bool_]:
+    """Whether each offer at `positions` is stale: every offer of the copy marked once per set
+    of stale providers (the last set kept with the copy)."""
+    kept: dict[frozenset[str], npt.NDArray[np.bool_]] = copy.kept("stale marks", dict)
+    marks = kept.get(stale)
+    if marks is None:
+        marks = stale_marks(copy.table, stale)
+        kept.clear()
+        kept[stale] = marks
+    return marks[positions]
 
 
 @dataclass(slots=True)
@@ -179,8 +149,6 @@ class _Snapshots:
     read_at: float
     generation: int
     copy: CurrentOffers | None = None
-    marks: tuple[frozenset[str], npt.NDArray[np.bool_]] | None = None
-    """Every offer's stale mark in the copy, and for which stale providers."""
     freshness: tuple[datetime, list[ProviderFreshness]] | None = None
     """The last freshness made from this read, and for which second."""
 
@@ -234,7 +202,7 @@ class OfferServer:
             previous = self._held
             fresh = _Snapshots(status, rate_dates, read_at, generation)
             if previous is not None and previous.version == fresh.version:
-                fresh.copy, fresh.marks = previous.copy, previous.marks  # the same offers
+                fresh.copy = previous.copy  # the same offers
             self._held = fresh
         return fresh
 
@@ -260,16 +228,14 @@ class OfferServer:
         return self._snapshots().version
 
     def _copy(self, held: _Snapshots, filters: OfferFilters) -> CurrentOffers:
+        """The copy of the snapshots in force, read once per version of them."""
         copy = held.copy
         if copy is None:
             with self._lock:
                 copy = held.copy
                 if copy is None:
-                    with self.warehouse.cursor() as cur:
-                        copy = CurrentOffers.load(
-                            cur, held.version, filters.gpu_figures,
-                            derived_bytes=self.derived_bytes_kept,
-                        )  # fmt: skip
+                    copy = read_copy(self.warehouse, replace(filters, as_of=None),
+                                     derived_bytes=self.derived_bytes_kept)  # fmt: skip
                     held.copy = copy
         return copy
 
@@ -279,11 +245,9 @@ class OfferServer:
         return set(names)
 
     def offers(self, query: OfferQuery) -> list[dict[str, Any]]:
-        """`current_offers(warehouse, query)`, from memory where the copy answers the filters."""
+        """The offers `query` selects (now, or as of `query.as_of`), as rows."""
         filters = query.filters()
-        if not CurrentOffers.answers(filters):
-            return current_offers(self.warehouse, query)
-        return self._copy(self._snapshots(), filters).rows(filters)
+        return self._copy_for(filters, None).rows(filters)
 
     def answer(
         self,
@@ -294,49 +258,37 @@ class OfferServer:
         *,
         ready_only: bool = False,
     ) -> OffersAnswer | None:
-        """`answer_offers`, from the in-memory copy of the snapshots in force, or of a past
-        time's snapshots when they are small (`PAST_COPY_ROWS`, made once and kept:
-        `past_bytes_kept`); larger ones are asked of the warehouse. With `ready_only`, None
-        unless the copy in force is made and the question is of current offers: nothing is
-        read or made (what the event loop may ask)."""
+        """The offers `query` selects, each marked stale with its provider, and the providers'
+        freshness (now, or as of `query.as_of`: each provider's snapshot then). `max_age` leaves
+        out providers whose snapshot is older; a provider whose last run failed still serves its
+        last good snapshot, marked stale. With `ready_only`, None unless the copy in force is
+        made and the question is of current offers: nothing is read or made (what the event
+        loop may ask)."""
         past = query.as_of is not None
-        if past and ready_only:
+        if ready_only and (past or (held := self._fresh()) is None or held.copy is None):
             return None
-        if past:
-            check_as_of(query.as_of, now, self.settings.retention)
-            snapshots = snapshots_as_of(self.warehouse, query.as_of)
-            if sum(snap["offer_count"] for snap in snapshots) > PAST_COPY_ROWS:
-                return answer_offers(self.warehouse, self.settings, query, now, freshness, max_age)
-            freshness = _as_of_freshness(self.settings, query.as_of, snapshots)
-        restricted = _within_max_age(query, freshness, max_age)
-        if restricted is None:
-            return _NONE
-        filters = restricted.filters()
-        if past:
-            copy = self._past_copy(snapshots, query.as_of, filters)
-            filters = replace(filters, as_of=None)  # the copy is that time's
-        else:
-            held = self._fresh() if ready_only else self._snapshots()
-            if held is None or (ready_only and held.copy is None):
-                return None
-            copy = self._copy(held, filters)
-        positions = copy.select(filters)
-        stale_providers = frozenset(f.provider for f in freshness if f.stale)
-        if past:
-            marked = copy.table.select(_MARKED_COLUMNS).take(pa.array(positions, pa.int64()))
-            stale = stale_marks(marked, stale_providers)
-        else:  # every offer of the copy marked once per set of stale providers
-            marks = held.marks
-            if marks is None or marks[0] != stale_providers:
-                marks = held.marks = (stale_providers, stale_marks(copy.table, stale_providers))
-            stale = marks[1][positions]
-        providers = reported_providers(freshness, restricted.providers)
-        return OffersAnswer(providers, stale, copy, positions)
+        filters = query.filters()
+        snapshots = None
+        if filters.as_of is not None:
+            check_as_of(filters.as_of, now, self.settings.retention)
+            snapshots = snapshots_as_of(self.warehouse, filters.as_of)
+            freshness = _as_of_freshness(self.settings, filters.as_of, snapshots)
+        restricted = _within_max_age(filters, freshness, max_age)
+        copy = self._copy_for(filters, snapshots)
+        positions = copy.select(restricted) if restricted else np.empty(0, np.int64)
+        stale = _stale(copy, positions, frozenset(f.provider for f in freshness if f.stale))
+        providers = reported_providers(freshness, restricted.providers) if restricted else []
+        return OffersAnswer(providers, stale, copy, positions, past)
 
-    def _past_copy(
-        self, snapshots: list[dict[str, Any]], as_of: datetime, filters: OfferFilters
+    def _copy_for(
+        self, filters: OfferFilters, snapshots: list[dict[str, Any]] | None
     ) -> CurrentOffers:
-        """The copy of these snapshots (each provider's as of `as_of`)."""
+        """The copy that answers `filters`: the one of the snapshots in force, or with `as_of`
+        the one of each provider's snapshot then (`snapshots`, when found already)."""
+        if filters.as_of is None:
+            return self._copy(self._snapshots(), filters)
+        if snapshots is None:
+            snapshots = snapshots_as_of(self.warehouse, filters.as_of)
         key = tuple(sorted(snap["run_id"] for snap in snapshots))
         with self._lock:
             kept = self._past.get(key)
@@ -344,12 +296,7 @@ class OfferServer:
                 self._past.move_to_end(key)
                 self._trim_past()  # its offers may have been written since
                 return kept
-        runs = [(snap["run_id"], snap["observed_at"]) for snap in snapshots]
-        with self.warehouse.cursor() as cur:
-            copy = CurrentOffers.load(
-                cur, key, filters.gpu_figures, past=(runs, as_of),
-                derived_bytes=self.derived_bytes_kept,
-            )  # fmt: skip
+        copy = read_copy(self.warehouse, filters, snapshots, self.derived_bytes_kept)
         with self._lock:
             self._past[key] = copy
             self._trim_past()

@@ -13,7 +13,7 @@ from api.cli.commands import app
 from pipeline.collection.collect import run_collection
 from pipeline.market.history import HistoryQuery, price_history
 from pipeline.market.offers import OfferQuery
-from pipeline.market.serving import answer_offers
+from pipeline.market.serving import OfferServer
 from pipeline.settings import Settings
 from tests.lake.cluster import REPLAYS
 from warehouse import MissingExtraError, Warehouse, WarehouseError
@@ -44,9 +44,10 @@ def answers(warehouse: Warehouse) -> dict[str, object]:
     settings = Settings(scheduler=False)
     query = OfferQuery(include_unavailable=True)
     past = OfferQuery(as_of=T0 + timedelta(hours=1), include_unavailable=True)
+    server = OfferServer(warehouse, settings)
     return {
-        "offers": without_run_ids(answer_offers(warehouse, settings, query, now, []).offers),
-        "as_of": without_run_ids(answer_offers(warehouse, settings, past, now, []).offers),
+        "offers": without_run_ids(server.answer(query, now, []).offers),
+        "as_of": without_run_ids(server.answer(past, now, []).offers),
         "history": price_history(warehouse, HistoryQuery(gpu="H100"), now)["series"],
         "counts": table_counts(warehouse),
     }

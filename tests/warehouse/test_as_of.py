@@ -8,9 +8,9 @@ import pyarrow as pa
 
 from scrapers import vastai
 from tests.conftest import OBSERVED_AT, fixture_bytes
-from warehouse import OfferFilters, RunRow
+from warehouse import RunRow
+from warehouse.current import CurrentOffers
 from warehouse.history import snapshot_times
-from warehouse.offers import latest_offers, offers_sql
 from warehouse.queries import insert_run
 
 T0 = OBSERVED_AT
@@ -62,17 +62,18 @@ def test_as_of_takes_each_providers_last_good_snapshot_and_the_last_finished_of_
         assert [s["run_id"] for s in snapshot_times(cur, T0 + 20 * MINUTE)] == ["l1", "v3"]
 
 
-def test_offers_as_of_are_the_rows_the_driver_returns_for_that_snapshot(warehouse):
+def test_a_copy_as_of_a_time_holds_each_providers_snapshot_then_as_stored(warehouse):
     store(warehouse, RUNS)
-    filters = OfferFilters(as_of=T0 + 20 * MINUTE, include_unavailable=True)
+    at = T0 + 20 * MINUTE
     with warehouse.cursor() as cur:
-        got = latest_offers(cur, filters)
-        cursor = cur.execute(*offers_sql(filters))
-        names = [d[0] for d in cursor.description]
-        expected = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-    assert got and got == expected
-    assert {row["run_id"] for row in got} == {"v3"}
-    assert {row["observed_at"] for row in got} == {T0 + 10 * MINUTE}
+        runs = [(s["run_id"], s["observed_at"]) for s in snapshot_times(cur, at)]
+        copy = CurrentOffers.load(cur, past=(runs, at))
+        (stored,) = cur.execute(
+            "SELECT count(*) FROM offer_observations WHERE run_id = 'v3'"
+        ).fetchone()
+    assert copy.size == stored > 0
+    assert set(copy.table.column("run_id").to_pylist()) == {"v3"}  # lambda's l1 holds none
+    assert set(copy.table.column("observed_at").to_pylist()) == {T0 + 10 * MINUTE}
 
 
 def test_rows_made_once_per_distinct_time_equal_pyarrows_rows():

@@ -1,23 +1,20 @@
-"""The in-memory copy of current offers answers exactly what `latest_offers` answers."""
+"""The one engine of offer questions over recorded offers: every current offer held, cheapest
+per GPU-hour first, and a price cap or GPUs ending its candidates as the filters say."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from unittest.mock import patch
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from pipeline.catalog import get_catalog
 from pipeline.collection.collect import run_collection
 from pipeline.market.catalog_figures import gpu_figures
 from tests.conftest import FIXTURES, OBSERVED_AT
-from tests.warehouse.test_filters import filters_over
+from tests.warehouse.test_filters import check_answer
 from warehouse import OfferFilters, Warehouse
 from warehouse.current import CurrentOffers
-from warehouse.offers import latest_offers
 
 FIGURES = gpu_figures(get_catalog())
 
@@ -37,61 +34,33 @@ def stored(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Warehouse]:
 
 
 @pytest.fixture(scope="module")
-def rows(stored: Warehouse) -> list[dict]:
-    with stored.cursor() as cur:
-        return latest_offers(cur, OfferFilters(include_unavailable=True, gpu_figures=FIGURES))
-
-
-def test_the_copy_holds_every_current_offer_cheapest_per_gpu_hour_first(stored):
-    with stored.cursor() as cur:
-        copy = CurrentOffers.load(cur, gpu_figures=FIGURES)
-        everything = latest_offers(cur, OfferFilters(include_unavailable=True, gpu_figures=FIGURES))
-    assert len(everything) > 50
-    assert copy.rows(OfferFilters(include_unavailable=True, gpu_figures=FIGURES)) == everything
-
-
-def test_filters_it_does_not_evaluate_are_left_to_the_query():
-    assert not CurrentOffers.answers(OfferFilters(as_of=OBSERVED_AT))
-
-
-@pytest.fixture(scope="module")
 def copy(stored: Warehouse) -> CurrentOffers:
     with stored.cursor() as cur:
         return CurrentOffers.load(cur, gpu_figures=FIGURES)
 
 
-@settings(max_examples=300, deadline=None)
-@given(data=st.data())
-def test_any_filters_and_sort_give_the_rows_latest_offers_gives(stored, copy, rows, data):
-    wanted = data.draw(filters_over(rows, FIGURES))
+def test_the_copy_holds_every_current_offer_cheapest_per_gpu_hour_first(stored, copy):
     with stored.cursor() as cur:
-        assert copy.rows(wanted) == latest_offers(cur, wanted)
-
-
-@settings(max_examples=100, deadline=None)
-@given(data=st.data())
-def test_reading_candidates_a_few_at_a_time_gives_the_same_rows(copy, rows, data):
-    wanted = data.draw(filters_over(rows, FIGURES))
-    with patch("warehouse.current._FIRST_STEP", 3):  # steps of 3, 6, 12... rows (4 x limit)
-        assert copy.rows(wanted) == copy.rows(replace(wanted, limit=None))[: wanted.limit]
+        (count,) = cur.execute("SELECT count(*) FROM current_offers").fetchone()
+    everything = copy.rows(OfferFilters(include_unavailable=True))
+    assert count > 50 and len(everything) == count == copy.size
+    prices = [o["price_per_gpu_hour"] for o in everything]
+    assert prices == sorted(prices)
+    assert any(o["price_per_pflop_hour"] for o in everything)  # the derived columns
 
 
 @pytest.mark.parametrize(
     "gpus", [None, frozenset({"RTX 4090"}), frozenset({"A100-80GB", "H100-80GB"})]
 )
-def test_a_price_cap_over_the_cheapest_first_order_gives_the_rows_the_query_gives(
-    stored, copy, gpus
-):
-    with stored.cursor() as cur:
-        prices = sorted({o["price_per_gpu_hour"] for o in latest_offers(cur, OfferFilters())})
-        caps = [0.0, prices[0], prices[len(prices) // 2], prices[-1], prices[-1] + 1]
-        caps += [(prices[1] + prices[2]) / 2]  # between two prices
-        for cap in caps:
-            for limit in (None, 1, 5):
-                wanted = OfferFilters(
-                    gpus=gpus, max_price_per_gpu_hour=cap, limit=limit, gpu_figures=FIGURES
-                )
-                assert copy.rows(wanted) == latest_offers(cur, wanted), (cap, limit)
+def test_a_price_cap_over_the_cheapest_first_order_keeps_the_offers_at_or_under_it(copy, gpus):
+    prices = sorted({o["price_per_gpu_hour"] for o in copy.rows(OfferFilters())})
+    caps = [0.0, prices[0], prices[len(prices) // 2], prices[-1], prices[-1] + 1]
+    caps += [(prices[1] + prices[2]) / 2]  # between two prices
+    for cap in caps:
+        for limit in (None, 1, 5):
+            for sort in ("price_per_gpu_hour", "-vram_gb"):
+                wanted = OfferFilters(gpus=gpus, max_price_per_gpu_hour=cap, limit=limit, sort=sort)
+                check_answer(copy, wanted)
 
 
 def test_rows_whose_kinds_are_too_varied_to_number_are_compared_whole_with_the_same_answers(
@@ -105,4 +74,14 @@ def test_rows_whose_kinds_are_too_varied_to_number_are_compared_whole_with_the_s
         OfferFilters(countries=frozenset({"US", "SE"}), include_unavailable=True, limit=4),
         OfferFilters(jurisdiction="eea", nvlink=True, sort="-price_per_hour"),
     ):
-        assert whole.rows(wanted) == copy.rows(wanted)
+        assert whole.rows(wanted) == check_answer(copy, wanted)
+
+
+def test_sort_orders_and_gpu_sets_kept_stay_within_the_copys_bytes(copy):
+    small = CurrentOffers(copy.table, derived_bytes=4096)
+    sorts = ("price_per_hour", "-vram_gb", "gpu_count", "-reliability", "ram_gb", "disk_gb")
+    families = [frozenset({"RTX 4090", "A100-80GB"}), frozenset({"H100-80GB", "L40S"})]
+    for i in range(60):
+        wanted = OfferFilters(sort=sorts[i % len(sorts)], gpus=families[i % 2], limit=3)
+        assert small.rows(wanted) == copy.rows(wanted)
+        assert small.derived_nbytes <= copy.size * 8 + 2 * 4096  # its GPUs' positions, then

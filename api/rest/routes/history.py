@@ -6,7 +6,7 @@ from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import Response
 from pydantic import Field
 
-from api.rest.deps import ClockDep, SettingsDep, WarehouseDep
+from api.rest.deps import ClockDep, FreshnessDep, OfferServerDep, WarehouseDep
 from api.rest.observations import pack_observations
 from api.rest.parameters import QueryModel, scope_query
 from api.rest.routes.offers import OfferQueryDep
@@ -14,7 +14,6 @@ from api.rest.schemas import HistoryOut
 from pipeline.market.history import (
     HISTORY_SCOPE,
     HistoryQuery,
-    check_as_of,
     export_history,
     export_offers,
     price_history_json,
@@ -71,13 +70,14 @@ def file_response(body: bytes, name: str, fmt: str) -> Response:
 def export_offers_file(
     fmt: ExportFormatParam,
     warehouse: WarehouseDep,
-    settings: SettingsDep,
+    server: OfferServerDep,
     clock: ClockDep,
+    freshness: FreshnessDep,
     query: OfferQueryDep,
 ) -> Response:
-    if query.as_of is not None:
-        check_as_of(query.as_of, clock(), settings.retention)
-    body = export_offers(warehouse, query, fmt)  # type: ignore[arg-type]  # the path's pattern admits csv and parquet only
+    answer = server.answer(query, clock(), freshness)
+    assert answer is not None  # only a ready-only question goes unanswered
+    body = export_offers(warehouse, answer.table, fmt)  # type: ignore[arg-type]  # the path's pattern admits csv and parquet only
     return file_response(body, "offers", fmt)
 
 

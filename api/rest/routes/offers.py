@@ -87,8 +87,10 @@ async def list_offers(request: Request, query: OffersParamsDep) -> Response:
     if not ndjson:
         query = query.model_copy(update={"limit": query.limit or MAX_OFFERS_PAGE})
     answer = server.answer(query, clock(), freshness, query.max_age, ready_only=True)
-    if answer is None or not ready(answer):
+    if answer is None:
         answer = await offload(_prepared, server, query, clock(), freshness)
+    elif not ready(answer):  # answered already: only its offers to write
+        await offload(prepare, answer)
     if ndjson:
         return StreamingResponse(_sent(ndjson_lines(answer, PIECE_ROWS)), media_type=NDJSON)
     pieces = _page(answer)

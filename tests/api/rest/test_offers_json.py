@@ -1,28 +1,21 @@
-"""`/offers` writes offers with orjson (those of a copy once per copy): pydantic's bytes."""
+"""`/offers` writes each offer once per copy with orjson, by position: pydantic's bytes."""
 
 from __future__ import annotations
 
-import numpy as np
-import orjson
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from datetime import timedelta
+
 from pydantic import TypeAdapter
 
-from api.rest.offers_json import OFFER_KEYS, _split_array, write_offers
+from api.rest.offers_json import json_array, ndjson_lines, prepare, ready
 from api.rest.schemas import OfferOut
-from pipeline.catalog import get_catalog
-from pipeline.market.catalog_figures import gpu_figures
+from pipeline.market.offers import OfferQuery
+from pipeline.market.serving import OfferServer
+from pipeline.settings import Settings
 from tests.pipeline.collection.test_eu_clouds import AT, EUROPEANS, collect
 from tests.search_market import collect_market
-from warehouse.current import CurrentOffers
-from warehouse.offers import OfferFilters, latest_offers
 
+OFFERS = TypeAdapter(list[OfferOut])
 OFFER = TypeAdapter(OfferOut)
-FIGURES = gpu_figures(get_catalog())
-
-
-def pydantic_json(rows, **dump):
-    return [OFFER.dump_json(OFFER.validate_python(row), **dump) for row in rows]
 
 
 def stored_market(warehouse, tmp_path):
@@ -31,40 +24,35 @@ def stored_market(warehouse, tmp_path):
     return warehouse
 
 
-def test_every_current_offer_is_written_as_offer_out_serializes_it(warehouse, tmp_path):
-    with stored_market(warehouse, tmp_path).cursor() as cur:
-        copy = CurrentOffers.load(cur, gpu_figures=FIGURES)
-    rows = copy.rows_at(np.arange(copy.size), list(OFFER_KEYS[:-1]))
-    assert len({row["provider"] for row in rows}) == 8
-    assert any(row["fx_date"] for row in rows) and any(row["price_per_pflop_hour"] for row in rows)
-    assert write_offers(rows, OFFER_KEYS[:-1]) == pydantic_json(rows, exclude={"stale"})
+def written(answer) -> tuple[bytes, bytes]:
+    """The answer as `/offers` writes it: one JSON array, and NDJSON lines."""
+    if not ready(answer):
+        prepare(answer)
+    return b"".join(json_array(answer, 7)), b"".join(ndjson_lines(answer, 7))
 
 
-def test_offers_as_of_a_time_are_written_as_offer_out_serializes_them(warehouse, tmp_path):
-    with stored_market(warehouse, tmp_path).cursor() as cur:
-        rows = latest_offers(cur, OfferFilters(as_of=AT, gpu_figures=FIGURES))
-    rows = [{**row, "stale": n % 3 == 0} for n, row in enumerate(rows)]
-    assert len({row["provider"] for row in rows}) == 8
-    assert write_offers(rows) == pydantic_json(rows)
+def test_every_current_offer_is_written_as_offer_out_serializes_it(warehouse, tmp_path, db_path):
+    server = OfferServer(stored_market(warehouse, tmp_path), Settings(db=db_path))
+    now = AT + timedelta(minutes=5)
+    answer = server.answer(OfferQuery(include_unavailable=True), now, server.freshness(now))
+    offers = answer.offers
+    assert len({o["provider"] for o in offers}) == 8 and any(o["stale"] for o in offers)
+    assert any(o["fx_date"] for o in offers) and any(o["price_per_pflop_hour"] for o in offers)
+    array, lines = written(answer)
+    models = OFFERS.validate_python(offers)
+    assert array == OFFERS.dump_json(models)
+    assert lines == b"".join(OFFER.dump_json(m) + b"\n" for m in models)
+    page = server.answer(OfferQuery(gpu="H100", limit=3, sort="-vram_gb"), now, [])
+    assert ready(page)  # the copy in force is written whole at its first answer
+    assert written(page)[0] == OFFERS.dump_json(OFFERS.validate_python(page.offers))
 
 
-_VALUES = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(-(2**63), 2**63 - 1),
-    st.floats(allow_nan=False),
-    st.text(),
-)
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    rows=st.lists(
-        st.fixed_dictionaries({"run_id": st.text()}, optional={"x": _VALUES, "y": _VALUES}),
-        max_size=6,
-    )
-)
-def test_rows_written_in_one_call_are_split_into_each_rows_own_bytes(rows):
-    # strings may hold the boundary itself: `},{"run_id":` only ever appears escaped in them
-    rows = [{"run_id": row.pop("run_id"), **row, "z": '},{"run_id":"'} for row in rows]
-    assert _split_array(orjson.dumps(rows), "run_id") == [orjson.dumps(row) for row in rows]
+def test_offers_as_of_a_time_are_written_as_offer_out_serializes_them(warehouse, tmp_path, db_path):
+    server = OfferServer(stored_market(warehouse, tmp_path), Settings(db=db_path))
+    now = AT + timedelta(minutes=5)
+    answer = server.answer(OfferQuery(as_of=AT, limit=20), now, [])
+    assert answer.past and answer.count == 20 and not ready(answer)
+    prepare(answer)  # only the offers asked of a past copy
+    assert ready(answer) and not ready(server.answer(OfferQuery(as_of=AT), now, []))
+    array, _ = written(answer)
+    assert array == OFFERS.dump_json(OFFERS.validate_python(answer.offers))

@@ -15,7 +15,7 @@ from pipeline.collection.collect import run_collection
 from pipeline.collection.schedule import Collector
 from pipeline.market.freshness import provider_freshness
 from pipeline.market.offers import OfferQuery
-from pipeline.market.serving import answer_offers
+from pipeline.market.serving import OfferServer
 from pipeline.settings import Settings
 from pipeline.workload.ranking import job_cost_usd, rank_offers
 from scrapers import sources
@@ -153,7 +153,7 @@ def test_the_latest_rate_on_or_before_the_observation_is_used_and_over_7_days_is
     settings = Settings(providers=["hetzner"], scheduler=False)
     now = datetime(2026, 11, 25, 12, 5, tzinfo=UTC)
     freshness = provider_freshness(warehouse, settings, now)
-    answer = answer_offers(warehouse, settings, OfferQuery(), now, freshness)
+    answer = OfferServer(warehouse, settings).answer(OfferQuery(), now, freshness)
     assert answer.offers and all(o["stale"] for o in answer.offers)  # a 9-day-old rate
 
 

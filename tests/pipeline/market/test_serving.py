@@ -1,4 +1,4 @@
-"""The one place a serving process answers current offers from: `OfferServer`."""
+"""The one answer of offer questions, current or past: `OfferServer`."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ from unittest.mock import patch
 
 import pytest
 
-import warehouse.offers as wo
 from pipeline.collection.collect import run_collection
-from pipeline.market.offers import OfferQuery, current_offers
-from pipeline.market.serving import STATUS_TTL_S, OfferServer, answer_offers
+from pipeline.market.offers import OfferQuery
+from pipeline.market.serving import STATUS_TTL_S, OfferServer
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES, OBSERVED_AT
 from tests.pipeline.collection.test_eu_clouds import collect
@@ -21,16 +20,19 @@ def _collect(warehouse, provider, fixture, at):
     run_collection([provider], warehouse, replays={provider: FIXTURES / fixture}, now=lambda: at)
 
 
-def test_the_server_answers_what_the_warehouse_answers(warehouse, db_path):
+def test_the_server_answers_the_offers_a_question_selects_in_its_order(warehouse, db_path):
     _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)
     server = OfferServer(warehouse, Settings(db=db_path))
-    for query in (
-        OfferQuery(),
-        OfferQuery(gpu="H100", sort="price_per_hour", limit=3),
-        OfferQuery(pricing="spot", include_unavailable=True, min_gpu_count=2),
-        OfferQuery(region="a", min_vcpus=4),
-    ):
-        assert server.offers(query) == current_offers(warehouse, query)
+    everything = server.offers(OfferQuery(include_unavailable=True))
+    assert len(everything) == 13
+    h100 = server.offers(OfferQuery(gpu="H100", sort="price_per_hour", limit=3))
+    assert 0 < len(h100) <= 3 and {o["gpu"] for o in h100} <= {"H100-80GB", "H100-94GB"}
+    prices = [o["price_per_hour"] for o in h100]
+    assert prices == sorted(prices)
+    spot = server.offers(OfferQuery(pricing="spot", include_unavailable=True, min_gpu_count=2))
+    assert spot == [
+        o for o in everything if o["pricing"] == "spot" and o["gpu_count"] >= 2
+    ]  # the loaded order is the default one: cheapest per GPU-hour first
 
 
 def test_a_run_written_through_this_process_is_served_at_once(warehouse, db_path):
@@ -43,7 +45,7 @@ def test_a_run_written_through_this_process_is_served_at_once(warehouse, db_path
     assert {o["provider"] for o in server.offers(OfferQuery())} == {"vastai", "runpod"}
 
 
-def test_an_answer_marks_offers_stale_as_answer_offers_does(warehouse):
+def test_an_answer_marks_offers_stale_by_provider_and_by_an_old_rate(warehouse):
     collect(warehouse, ["ecb"], ecb=FIXTURES / "ecb_eurofxref_hist_90d.xml")
     collect(warehouse, ["hetzner"], at=datetime(2026, 11, 25, 12, tzinfo=UTC))  # a 9-day-old rate
     collect(warehouse, ["verda"], at=datetime(2026, 11, 25, 12, tzinfo=UTC))  # USD: no rate
@@ -51,10 +53,9 @@ def test_an_answer_marks_offers_stale_as_answer_offers_does(warehouse):
     now = datetime(2026, 11, 25, 12, 5, tzinfo=UTC)
     server = OfferServer(warehouse, settings)
     freshness = server.freshness(now)
-    expected = answer_offers(warehouse, settings, OfferQuery(), now, freshness).offers
     answer = server.answer(OfferQuery(), now, freshness)
-    assert answer is not None and answer.copy is not None  # from memory
-    assert answer.offers == expected
+    assert answer is not None
+    expected = answer.offers
     assert {o["provider"] for o in expected if o["stale"]} == {"hetzner"}
     assert {o["provider"] for o in expected if not o["stale"]} == {"verda"}
 
@@ -88,9 +89,7 @@ def test_a_ready_only_answer_reads_and_makes_nothing(warehouse, db_path):
         assert server.answer(query, OBSERVED_AT, freshness, ready_only=True) is None
 
 
-def test_a_past_time_is_answered_from_a_copy_of_its_snapshots_as_the_warehouse_answers(
-    warehouse, db_path
-):
+def test_a_past_time_is_answered_from_a_copy_of_each_providers_snapshot_then(warehouse, db_path):
     _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT - timedelta(hours=2))
     _collect(warehouse, "runpod", "runpod_gpu_types.json", OBSERVED_AT - timedelta(hours=1))
     _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)  # after the time asked
@@ -102,37 +101,43 @@ def test_a_past_time_is_answered_from_a_copy_of_its_snapshots_as_the_warehouse_a
     real_load = CurrentOffers.load
 
     def counted(*args, **kwargs):
-        loads.append(kwargs.get("past"))
+        loads.append(args[3] if len(args) > 3 else kwargs.get("past"))
         return real_load(*args, **kwargs)
 
     with patch.object(CurrentOffers, "load", side_effect=counted):
-        for query in (
-            OfferQuery(as_of=at),
-            OfferQuery(as_of=at, gpu="H100", sort="-price_per_hour", limit=2),
-            OfferQuery(as_of=at, provider="runpod", include_unavailable=True),
-            OfferQuery(as_of=at, max_price_per_gpu=1.0, min_gpu_count=2),
-        ):
-            freshness = server.freshness(now)
-            expected = answer_offers(warehouse, settings, query, now, freshness)
-            answer = server.answer(query, now, freshness)
-            assert answer is not None and answer.copy is not None
-            assert answer.offers == expected.offers
-            assert answer.providers == expected.providers
+        every = server.answer(OfferQuery(as_of=at, include_unavailable=True), now, [])
+        assert every is not None and every.past and every.count > 13
+        observed = {(o["provider"], o["observed_at"]) for o in every.offers}
+        assert observed == {
+            ("vastai", OBSERVED_AT - timedelta(hours=2)),
+            ("runpod", OBSERVED_AT - timedelta(hours=1)),
+        }
+        assert [(f.provider, f.observed_at) for f in every.providers] == sorted(observed)
+        assert [f.age_seconds for f in every.providers] == [30 * 60, 90 * 60]  # runpod, vastai
+        assert [f.stale for f in every.providers] == [
+            f.age_seconds > f.stale_after_seconds for f in every.providers
+        ]
+        two = server.answer(
+            OfferQuery(as_of=at, gpu="H100", sort="-price_per_hour", limit=2), now, []
+        )
+        prices = [o["price_per_hour"] for o in two.offers]
+        assert len(prices) == 2 and prices == sorted(prices, reverse=True)
+        runpod = server.answer(OfferQuery(as_of=at, provider="runpod"), now, [])
+        assert runpod.count and {o["provider"] for o in runpod.offers} == {"runpod"}
+        assert [f.provider for f in runpod.providers] == ["runpod"]
     assert len(loads) == 1  # one copy for that time, made once
     assert {run_id.split("-")[0] for run_id, _ in loads[0][0]} == {"vastai", "runpod"}
 
 
-def test_a_large_past_snapshot_is_asked_of_the_warehouse_and_not_kept(warehouse, db_path):
+def test_a_past_copy_too_large_to_keep_is_answered_and_dropped(warehouse, db_path):
     _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)
     server = OfferServer(warehouse, Settings(db=db_path, scheduler=False))
-    query = OfferQuery(as_of=OBSERVED_AT + timedelta(minutes=1))
+    server.past_bytes_kept = 1024  # less than any copy
+    query = OfferQuery(as_of=OBSERVED_AT + timedelta(minutes=1), include_unavailable=True)
     now = OBSERVED_AT + timedelta(minutes=5)
-    freshness = server.freshness(now)
-    with patch("pipeline.market.serving.PAST_COPY_ROWS", 12):  # the snapshot holds 13
-        answer = server.answer(query, now, freshness)
-    assert answer is not None and answer.copy is None and answer.count == 13
-    assert not server._past  # a one-off answer of the warehouse is not kept
-    assert server.answer(query, now, freshness).copy is not None  # small enough: a copy
+    answer = server.answer(query, now, server.freshness(now))
+    assert answer is not None and answer.count == 13
+    assert not server._past  # answered, not kept
 
 
 def test_past_copies_are_kept_within_their_bytes(warehouse, db_path):
@@ -150,7 +155,7 @@ def test_past_copies_are_kept_within_their_bytes(warehouse, db_path):
     assert server.kept_bytes <= server.past_bytes_kept  # no copy in force was made
 
 
-def test_one_off_questions_of_region_and_price_caps_keep_nothing_read_from_the_warehouse(
+def test_one_off_questions_of_region_and_price_caps_read_nothing_more_from_the_warehouse(
     warehouse, db_path
 ):
     _collect(warehouse, "vastai", "vastai_bundles.json", OBSERVED_AT)
@@ -158,7 +163,7 @@ def test_one_off_questions_of_region_and_price_caps_keep_nothing_read_from_the_w
     now = OBSERVED_AT + timedelta(minutes=5)
     freshness = server.freshness(now)
     server.answer(OfferQuery(), now, freshness)  # the copy in force
-    with patch.object(wo, "latest_offers", wraps=wo.latest_offers) as warehouse_reads:
+    with patch.object(CurrentOffers, "load", wraps=CurrentOffers.load) as warehouse_reads:
         for i in range(1000):
             query = OfferQuery(
                 region=f"e{i % 300}", include_unavailable=True, max_price_per_gpu_hour=1 + i / 100
