@@ -152,7 +152,9 @@ def time_stages(
     return spent
 
 
-def duckdb_selection(server: OfferServer, raws: list[bytes]) -> None:
+def duckdb_selection(
+    server: OfferServer, raws: list[bytes], parse: Callable[[bytes], OffersParams]
+) -> None:
     """The questions as SQL over the copy in force, loaded into an in-memory DuckDB table,
     against the engine's selection (medians, µs)."""
     held = server._fresh() or server._snapshots()
@@ -163,7 +165,7 @@ def duckdb_selection(server: OfferServer, raws: list[bytes]) -> None:
     conn.execute("CREATE TABLE offers AS SELECT * FROM copy")
     spent: dict[str, list[float]] = defaultdict(list)
     for raw in raws:
-        query = _OFFERS_QUERY.parse(QueryParams(raw))
+        query = parse(raw)
         filters = query.filters()
         params: list[Any] = []
         where = " AND ".join(["TRUE", *scope_conditions(filters, params)])
@@ -221,7 +223,7 @@ def main() -> None:
                 f"{statistics.fmean(c):>10.1f} {statistics.median(c):>8.1f}"
             )
         if args.duckdb:
-            duckdb_selection(server, raws[200:])
+            duckdb_selection(server, raws[200:], parse)
         total = ("read", "freshness", "answer", "page")  # the route's own steps
         print(
             f"{'route':<11} {sum(statistics.fmean(warm[s]) for s in total):>10.1f} {'':>8} "
