@@ -159,12 +159,12 @@ class RetryTransport(httpx.BaseTransport):
         self.waits_s: list[float] = []
 
     def _wait(self, state: RetryCallState) -> float:
-        wait_s = self._backoff_base_s * 2 ** (state.attempt_number - 1)
+        wait_s: float = self._backoff_base_s * 2 ** (state.attempt_number - 1)
         outcome = state.outcome
         if outcome is not None and not outcome.failed:
             retry_after = _retry_after_s(outcome.result())
             if retry_after is not None:
-                wait_s = retry_after
+                wait_s = float(retry_after)
         wait_s = min(wait_s, self._max_wait_s)
         self.waits_s.append(wait_s)
         return wait_s

@@ -260,10 +260,10 @@ def _parse_keyed(payload: bytes, observed_at: datetime) -> ParseResult:
     if not isinstance(types, list) or not isinstance(capacities, list):
         raise ProviderPayloadError(f"{NAME}: the keyed collection's types/capacities are no lists")
     prices: dict[PriceKey, list[Any]] = {}
-    for offer in _parse_page(body["page"].encode(), observed_at).offers:
-        words = offer.gpu_raw.split()  # `NVIDIA A100 PCIe`: the form is the last word
+    for offer in _parse_page(body["page"].encode(), observed_at).table.to_pylist():
+        words = str(offer["gpu_raw"]).split()  # `NVIDIA A100 PCIe`: the form is the last word
         form = words[-1] if words[-1] in FORM_TAGS.values() and len(words) > 1 else None
-        key = (words[-2 if form else -1].upper(), form, offer.vram_gb)
+        key = (words[-2 if form else -1].upper(), form, offer["vram_gb"])
         prices.setdefault(key, []).append(offer)
     quantity: dict[str, dict[str, int]] = {}
     for row in capacities:
@@ -304,15 +304,17 @@ def _type_offers(
     if not priced:
         raise ValueError(f"gpu_type {gpu_type!r} has no price on the page")
     name = spec["product_name"]
-    places = [(location, qty > 0) for location, qty in quantity.items()] or [(None, False)]
+    places: list[tuple[str | None, bool]] = [
+        (location, qty > 0) for location, qty in quantity.items()
+    ] or [(None, False)]
     return [
         {
             "offer_id": f"{name}@{location}" if location else name,
-            "gpu_raw": page.gpu_raw,
+            "gpu_raw": page["gpu_raw"],
             "gpu_count": count,
-            "vram_gb": page.vram_gb,
-            "pricing": page.pricing,
-            "price_per_gpu_hour": page.price_per_gpu_hour,
+            "vram_gb": page["vram_gb"],
+            "pricing": page["pricing"],
+            "price_per_gpu_hour": page["price_per_gpu_hour"],
             "region": location,
             "available": available,
             "vcpus": number("cpu_cores", spec.get("cpu_cores")),

@@ -99,6 +99,7 @@ class OfferFilters:
 
     gpus: frozenset[str] | None = None
     providers: frozenset[str] | None = None
+    sellers: frozenset[str] | None = None
     pricing: str | None = None
     region: str | None = None
     form_factor: str | None = None

@@ -124,7 +124,7 @@ def scope_query(model: type[M], honoured: Collection[str], name: str) -> Callabl
     parameter = inspect.Parameter(
         "query", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[params, Query()]
     )  # FastAPI reads the signature: `params` is made here, no annotation can name it
-    read.__signature__ = inspect.Signature([parameter])  # type: ignore[attr-defined]
+    read.__signature__ = inspect.Signature([parameter])  # type: ignore[attr-defined]  # inspect.signature honours __signature__; typeshed omits it
     return read
 
 
