@@ -1,8 +1,21 @@
-"""Nebius AI Cloud: the public prices page (`GET https://nebius.com/prices`), read by meaning.
+"""Nebius AI Cloud: its price API with an IAM token, else the public prices page
+(`GET https://nebius.com/prices`), read by meaning.
 
 Quirks (see docs/pages/providers.md and tests/fixtures/README.md):
-- The API (gRPC `CalculatorService.estimate`, used by gpuhunt and SkyPilot) needs a service
-  account; the page is keyless. It is a Next.js page: its tables travel as content blocks
+- With `NEBIUS_IAM_TOKEN` set (the variable the Nebius SDK and CLI read; `nebius iam
+  get-access-token` prints one, valid 12 hours) and `NEBIUS_PROJECT_ID`, `fetch` reads the API.
+  It is gRPC only, through the `nebius` SDK (imported inside `fetch`, as SkyPilot's
+  `fetch_nebius.py` calls it): `iam.v2.ProjectService.Get` (the project's region),
+  `compute.v1.PlatformService.List` (the platforms and presets the project can order),
+  then `billing.v1alpha1.CalculatorService.Estimate` for each GPU preset, plain and with a
+  `preemptible` spec where the platform is `allowed_for_preemptibles`, reading
+  `hourly_cost.general.total.cost` (USD per instance-hour, a decimal string). The answers are
+  joined into one JSON body, `API_SHAPE`, so `parse` stays pure and `--replay` replays it.
+- API offers: one per GPU preset (`gpu-h100-sxm/8gpu-128vcpu-1600gb@eu-north1`), on-demand and,
+  where allowed, spot (preemptible), at the preset's price per instance-hour, in the project's
+  region. `available` means the preset is offered for order in that region now (the platform
+  listing is per project, live), not that capacity is free; CPU presets give no offer.
+- The page is keyless. It is a Next.js page: its tables travel as content blocks
   (`{"type":"highlight-table-block","title":"NVIDIA GPU Instances","table":{"content":[[...]]}}`)
   inside the React Server Components payload, JavaScript strings pushed by
   `self.__next_f.push([1,"..."])` scripts (getcomputable/gpu-index records the page so). The
@@ -21,30 +34,42 @@ Quirks (see docs/pages/providers.md and tests/fixtures/README.md):
 - The page quotes one price and no region. Each GPU is listed once per Nebius GPU region of
   `data/nebius_regions.csv` (Finland, Iceland, France, the UK, Israel, the US), as Oracle's list
   is, so `--jurisdiction eea` finds Nebius's EU offers; the page does not say which platform a
-  region stocks. `LISTED_ONLY`: listed at a price, not stock.
+  region stocks. `LISTED_ONLY`: listed at a price, not stock (the keyless path).
 - No VRAM is on the page; `VRAM_GB` gives it where a board comes in several sizes (H100).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import httpx
+import orjson
 from bs4 import BeautifulSoup
 
-from scrapers.base import Credentials, data_rows, fetch_bytes
-from scrapers.batch import OfferBatch
-from scrapers.errors import ProviderPayloadError
-from scrapers.models import ParseResult, Pricing, json_raw, reason_of
+from scrapers.base import USER_AGENT, Credentials, data_rows, fetch_bytes, is_replay
+from scrapers.batch import OfferBatch, number, offers_of_records, whole
+from scrapers.errors import MissingCredentialsError, ProviderHTTPError, ProviderPayloadError
+from scrapers.models import ParseResult, Pricing, json_object_with_list, json_raw, reason_of
 from scrapers.pagetext import complete_html, label_words, slug, usd_per_hour, visible_text
 
 NAME = "nebius"
-ENV_KEY = None
-KEY_REQUIRED = False  # a public web page
+ENV_KEY = "NEBIUS_IAM_TOKEN"  # the Nebius SDK's and CLI's own variable
+KEY_REQUIRED = False  # a public web page; a token switches to the price API
 URL = "https://nebius.com/prices"
+PROJECT_ENV = "NEBIUS_PROJECT_ID"
+"""The project whose platforms, region and prices the API path reads (`project-e00...`)."""
+API_ADDRESS: str | None = None
+"""Where the gRPC calls go: None for the SDK's own Nebius service addresses; a loopback
+`127.0.0.1:PORT` (tests) is reached without TLS, anything else with it."""
+API_TIMEOUT_S = 20.0
+"""Seconds one API call may take, its retries included (the SDK retries UNAVAILABLE)."""
+API_SHAPE = """{"project": ID, "region": REGION, "presets": [{"platform", "preset", "gpu_count",
+"vcpu_count", "memory_gibibytes", "gpu_memory_gigabytes", "on_demand_usd_per_hour",
+"preemptible_usd_per_hour" (null: not allowed)}]}: the API's answers, joined by `fetch`."""
 INTERVAL = timedelta(hours=6)  # a published price list: no stock, prices change rarely
 CURRENCY = "USD"
 LISTED_ONLY = True  # listed at a price, no stock on the page
@@ -56,6 +81,7 @@ VRAM_GB = {"h100": 80.0}
 """Per-GPU memory (GB) by board words where the page states none and the board has several
 sizes: Nebius's H100 is the 80 GB SXM part (platform gpu-h100-sxm)."""
 
+GB_PER_GIB = 1.073741824
 Column = Literal["model", "vcpus", "ram", "spot", "on_demand"]
 _PUSH = re.compile(r'self\.__next_f\.push\(\[\s*1\s*,\s*("(?:[^"\\]|\\.)*")\s*\]\)', re.DOTALL)
 _BLOCK = re.compile(r'\{\s*"type"\s*:\s*"highlight-table-block"')
@@ -65,14 +91,27 @@ _RANGE = re.compile(r"^\d+\s*-\s*\d+$")
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
-    return fetch_bytes(
-        client,
-        "GET",
-        URL,
-        provider=NAME,
-        headers={"Accept": "text/html"},
-        auth_hint="the public prices page refused the request (bot protection?); retry later",
-    )
+    if creds is None or is_replay(client):
+        # the page alone, or one recorded answer (the page or a joined API answer)
+        return fetch_bytes(
+            client,
+            "GET",
+            URL,
+            provider=NAME,
+            headers={"Accept": "text/html"},
+            auth_hint="the public prices page refused the request (bot protection?); retry later",
+        )
+    return _api_answer(creds, _project_id())
+
+
+def _project_id() -> str:
+    project = os.environ.get(PROJECT_ENV, "").strip()
+    if not project:
+        raise MissingCredentialsError(
+            f"{PROJECT_ENV} is not set: export it with {ENV_KEY}, or unset {ENV_KEY} to read "
+            "the page"
+        )
+    return project
 
 
 def _flight_text(soup: BeautifulSoup) -> str:
@@ -158,6 +197,8 @@ def _gpu_tables(blocks: list[dict[str, Any]]) -> list[tuple[list[Column | None],
 
 
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
+    if payload.lstrip()[:1] == b"{":
+        return _parse_api(payload, observed_at)
     complete_html(payload, NAME)
     soup = BeautifulSoup(payload, "html.parser")
     tables = _gpu_tables(_blocks_of(soup))
@@ -236,3 +277,179 @@ def _offers_of(cells: dict[Column, str]) -> list[dict[str, Any]]:
         if price is not None
         for region in REGIONS
     ]
+
+
+# the price API (gRPC, through the nebius SDK)
+
+
+def _api_answer(creds: Credentials, project: str) -> bytes:
+    """The project's region, its GPU presets and each one's hourly estimates, as `API_SHAPE`."""
+    from nebius.aio.service_error import RequestError
+    from nebius.base.options import INSECURE
+    from nebius.base.resolver import Constant
+    from nebius.sdk import SDK
+
+    address = API_ADDRESS
+    sdk = SDK(
+        credentials=creds.api_key,
+        user_agent_prefix=USER_AGENT,
+        resolver=None if address is None else Constant(address),
+        address_options=None
+        if address is None
+        else {address: [(INSECURE, address.startswith("127.0.0.1:"))]},
+    )
+    try:
+        return orjson.dumps(_read_api(sdk, project))
+    except RequestError as exc:
+        raise _api_error(exc) from None
+    finally:
+        sdk.sync_close()
+
+
+def _read_api(sdk: Any, project: str) -> dict[str, Any]:
+    from nebius.api.nebius.billing.v1alpha1 import (
+        CalculatorServiceClient,
+        EstimateRequest,
+        ResourceSpec,
+    )
+    from nebius.api.nebius.common.v1 import ResourceMetadata
+    from nebius.api.nebius.compute.v1 import (
+        CreateInstanceRequest,
+        InstanceSpec,
+        ListPlatformsRequest,
+        PlatformServiceClient,
+        PreemptibleSpec,
+        ResourcesSpec,
+    )
+    from nebius.api.nebius.iam.v2 import GetProjectRequest, ProjectServiceClient
+
+    region = (
+        ProjectServiceClient(sdk).get(GetProjectRequest(id=project), timeout=API_TIMEOUT_S).wait()
+    )
+    platforms = (
+        PlatformServiceClient(sdk)
+        .list(ListPlatformsRequest(parent_id=project, page_size=999), timeout=API_TIMEOUT_S)
+        .wait()
+        .items
+    )
+    calculator = CalculatorServiceClient(sdk)
+
+    def hourly_usd(platform: str, preset: str, preemptible: bool) -> str:
+        spec = InstanceSpec(
+            resources=ResourcesSpec(platform=platform, preset=preset),
+            preemptible=PreemptibleSpec(on_preemption=PreemptibleSpec.PreemptionPolicy.STOP)
+            if preemptible
+            else None,
+        )
+        request = EstimateRequest(
+            resource_spec=ResourceSpec(
+                compute_instance_spec=CreateInstanceRequest(
+                    metadata=ResourceMetadata(parent_id=project), spec=spec
+                )
+            )
+        )
+        cost = calculator.estimate(request, timeout=API_TIMEOUT_S).wait().hourly_cost
+        if cost is None or cost.general is None or cost.general.total is None:
+            raise ProviderPayloadError(f"{NAME}: no hourly cost estimated for {platform}/{preset}")
+        return str(cost.general.total.cost)
+
+    presets = []
+    for platform in platforms:
+        name, spot_allowed = platform.metadata.name, platform.status.allowed_for_preemptibles
+        for preset in platform.spec.presets:
+            if not preset.resources.gpu_count:
+                continue  # a CPU preset: no GPU offer, no estimate asked
+            presets.append(
+                {
+                    "platform": name,
+                    "preset": preset.name,
+                    "gpu_count": preset.resources.gpu_count,
+                    "vcpu_count": preset.resources.vcpu_count,
+                    "memory_gibibytes": preset.resources.memory_gibibytes,
+                    "gpu_memory_gigabytes": platform.spec.gpu_memory_gigabytes or None,
+                    "on_demand_usd_per_hour": hourly_usd(name, preset.name, False),
+                    "preemptible_usd_per_hour": hourly_usd(name, preset.name, True)
+                    if spot_allowed
+                    else None,
+                }
+            )
+    return {"project": project, "region": region.spec.region, "presets": presets}
+
+
+def _api_error(exc: Any) -> ProviderHTTPError:
+    """The SDK's failure in our words: the status code and what to do, never the token."""
+    code = exc.status.code.name
+    if code in ("UNAUTHENTICATED", "PERMISSION_DENIED"):
+        hint = (
+            f"check {ENV_KEY} (an IAM token, valid 12 hours: `nebius iam get-access-token`) and "
+            f"{PROJECT_ENV}, or unset {ENV_KEY} to read the page"
+        )
+    else:
+        hint = "retry later"
+    return ProviderHTTPError(f"{NAME}: the Nebius API answered {code}; {hint}")
+
+
+def _parse_api(payload: bytes, observed_at: datetime) -> ParseResult:
+    body = json_object_with_list(payload, "presets", NAME)
+    region = body.get("region")
+    if not isinstance(region, str) or not region:
+        raise ProviderPayloadError(f"{NAME}: the API answer names no region for its project")
+    if not body["presets"]:
+        raise ProviderPayloadError(
+            f"{NAME}: the API lists no GPU preset for project {body.get('project')!r}; check "
+            f"{PROJECT_ENV} (a project in a GPU region), or unset {ENV_KEY} to read the page"
+        )
+    return offers_of_records(
+        NAME,
+        observed_at,
+        body["presets"],
+        lambda preset: _preset_offers(preset, region),
+        id_of=lambda preset: (
+            f"{preset.get('platform')}/{preset.get('preset')}" if isinstance(preset, dict) else None
+        ),
+    )
+
+
+def _usd(name: str, value: object) -> float | None:
+    """An estimate's cost: a decimal string (`"23.6"`), None when not asked."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} is not a decimal string: {value!r}")
+    return float(value)
+
+
+def _preset_offers(preset: dict[str, Any], region: str) -> list[dict[str, Any]]:
+    platform, name = str(preset["platform"]), str(preset["preset"])
+    count = whole("gpu_count", preset["gpu_count"])
+    vram_gb = number("gpu_memory_gigabytes", preset.get("gpu_memory_gigabytes"))
+    memory_gib = number("memory_gibibytes", preset.get("memory_gibibytes"))
+    prices = {
+        Pricing.ON_DEMAND: _usd("on_demand_usd_per_hour", preset["on_demand_usd_per_hour"]),
+        Pricing.SPOT: _usd("preemptible_usd_per_hour", preset.get("preemptible_usd_per_hour")),
+    }
+    return [
+        {
+            "offer_id": f"{platform}/{name}@{region}",
+            "gpu_raw": _board_of(platform),
+            "gpu_count": count,
+            "vram_gb": vram_gb,
+            "pricing": pricing,
+            "price_per_hour": price,
+            "region": region,
+            "available": True,  # offered for order in the project's region now (see above)
+            "vcpus": preset.get("vcpu_count"),
+            "ram_gb": None if memory_gib is None else memory_gib * GB_PER_GIB,
+        }
+        for pricing, price in prices.items()
+        if price is not None
+    ]
+
+
+def _board_of(platform: str) -> str:
+    """`gpu-h100-sxm` → `NVIDIA H100 SXM`, `gpu-l40s-a` → `NVIDIA L40S` (the `-a`/`-d` suffix is
+    the host CPU, Intel or AMD), `gpu-rtx-pro-6000` → `NVIDIA RTX PRO 6000`."""
+    words = platform.removeprefix("gpu-").split("-")
+    if len(words) > 1 and words[-1] in ("a", "d", "i"):
+        words = words[:-1]
+    return " ".join(["NVIDIA", *(word.upper() for word in words)])

@@ -118,6 +118,17 @@ def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
+@pytest.fixture(autouse=True)
+def _nebius_grpc_on_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gRPC's C core opens its own sockets, past the loopback guard (pytest-socket): the Nebius
+    SDK is pointed at a closed loopback port unless a test serves a fake API there."""
+    from scrapers import nebius
+
+    monkeypatch.setattr(nebius, "API_ADDRESS", "127.0.0.1:9")
+    monkeypatch.delenv(nebius.ENV_KEY, raising=False)
+    monkeypatch.delenv(nebius.PROJECT_ENV, raising=False)
+
+
 @pytest.fixture
 def client_factory():
     """Clients as collection runs build them (User-Agent, retries), minus the real sleeping."""
