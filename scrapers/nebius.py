@@ -43,6 +43,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
@@ -101,7 +102,11 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
             headers={"Accept": "text/html"},
             auth_hint="the public prices page refused the request (bot protection?); retry later",
         )
-    return _api_answer(creds, _project_id())
+    project = _project_id()
+    # The SDK refuses to be called synchronously from a thread whose event loop runs (an API
+    # worker's may): its calls run on a thread of their own, which has none.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nebius-sdk") as worker:
+        return worker.submit(_api_answer, creds, project).result()
 
 
 def _project_id() -> str:

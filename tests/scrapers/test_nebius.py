@@ -4,6 +4,7 @@ tests/fixtures/nebius_api.json)."""
 
 from __future__ import annotations
 
+import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -234,6 +235,16 @@ def test_with_a_token_fetch_reads_the_api_and_joins_its_answers(fake_nebius, cli
         + [(p["platform"], p["preset"], True) for p in fake_nebius.answer["presets"]
            if p["preemptible_usd_per_hour"] is not None]
     )  # fmt: skip
+
+
+def test_fetch_works_from_a_thread_whose_event_loop_is_running(fake_nebius, client_factory):
+    """The SDK refuses synchronous calls in an async context; fetch keeps it off the caller's."""
+
+    async def inside_a_loop() -> bytes:
+        with client_factory() as client:
+            return nebius.fetch(client, Credentials(KEY))
+
+    assert api_offers(asyncio.run(inside_a_loop())) == api_offers(API_BODY)
 
 
 def test_api_offers_are_each_preset_on_demand_and_preemptible_in_the_projects_region():

@@ -16,6 +16,7 @@ from tests.conftest import FIXTURES
 CONFIGS = FIXTURES / "hf_configs"
 run = test_quote.run
 snapshot = test_quote.snapshot  # the Vast.ai sample snapshot fixture
+snapshot_template = test_quote.snapshot_template  # built once per module, copied per test
 
 
 def quote_json(*args: str, db: str) -> dict:

@@ -13,6 +13,8 @@ import pytest
 from pipeline.collection.collect import MAX_QUARANTINE_ROWS, run_collection
 from pipeline.market.history import export_offers
 from pipeline.market.offers import OfferQuery, current_offers
+from pipeline.market.serving import OfferServer
+from pipeline.settings import Settings
 from tests.conftest import FIXTURES
 
 OBSERVED_AT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -65,7 +67,10 @@ def test_a_run_quarantines_a_bounded_number_of_records_and_counts_them_all(store
 
 def test_csv_cells_that_a_spreadsheet_would_run_are_neutralized_and_numbers_kept(stored):
     warehouse, _ = stored
-    body = export_offers(warehouse, OfferQuery(include_unavailable=True), "csv")
+    server = OfferServer(warehouse, Settings(scheduler=False))
+    answer = server.answer(OfferQuery(include_unavailable=True), OBSERVED_AT, [])
+    assert answer is not None
+    body = export_offers(warehouse, answer.table, "csv")
     rows = list(csv.DictReader(io.StringIO(body.decode())))
     regions = {row["region"] for row in rows}
     assert "'" + FORMULA in regions and "'@SUM(1+1), CN" in regions
