@@ -238,13 +238,16 @@ def test_with_a_token_fetch_reads_the_api_and_joins_its_answers(fake_nebius, cli
 
 
 def test_fetch_works_from_a_thread_whose_event_loop_is_running(fake_nebius, client_factory):
-    """The SDK refuses synchronous calls in an async context; fetch keeps it off the caller's."""
+    """The SDK refuses synchronous calls in an async context; fetch keeps it off the caller's.
+    (A thread of the test's own: the suite's main thread may already run a loop, Playwright's.)"""
 
     async def inside_a_loop() -> bytes:
         with client_factory() as client:
             return nebius.fetch(client, Credentials(KEY))
 
-    assert api_offers(asyncio.run(inside_a_loop())) == api_offers(API_BODY)
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        body = thread.submit(asyncio.run, inside_a_loop()).result()
+    assert api_offers(body) == api_offers(API_BODY)
 
 
 def test_api_offers_are_each_preset_on_demand_and_preemptible_in_the_projects_region():
