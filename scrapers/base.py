@@ -32,6 +32,7 @@ from tenacity import (
 from scrapers.errors import (
     AnswerTooLargeError,
     FetchCancelledError,
+    MissingCredentialsError,
     ProviderHTTPError,
 )
 
@@ -45,6 +46,7 @@ __all__ = [
     "build_client",
     "data_rows",
     "fetch_bytes",
+    "fetch_with_key",
     "interruptible_sleep",
     "is_replay",
     "parse_retry_after",
@@ -211,6 +213,32 @@ def build_client(
         transport=transport or RetryTransport(sleep=sleep),
         headers={"User-Agent": USER_AGENT},
         follow_redirects=True,
+    )
+
+
+def fetch_with_key(
+    client: httpx.Client,
+    url: str,
+    creds: Credentials | None,
+    *,
+    provider: str,
+    env_key: str,
+    header: str = "Authorization",
+    scheme: str = "Bearer ",
+    auth_hint: str,
+) -> bytes:
+    """`GET url` for JSON with the buyer's key in `header` (`scheme` before it: a bearer token by
+    default). Without a key, a `MissingCredentialsError` naming `env_key`: the run is *not
+    configured*, and nothing is sent."""
+    if creds is None:
+        raise MissingCredentialsError(f"{env_key} is not set: export it to collect {provider}")
+    return fetch_bytes(
+        client,
+        "GET",
+        url,
+        provider=provider,
+        headers={"Accept": "application/json", header: f"{scheme}{creds.api_key}"},
+        auth_hint=auth_hint,
     )
 
 

@@ -31,9 +31,9 @@ from typing import Any
 import httpx
 import orjson
 
-from scrapers.base import Credentials, fetch_bytes
+from scrapers.base import Credentials, fetch_with_key
 from scrapers.batch import decimal, id_field, offers_of_records, whole
-from scrapers.errors import MissingCredentialsError, ProviderPayloadError
+from scrapers.errors import ProviderPayloadError
 from scrapers.models import ParseResult, Pricing
 
 NAME = "fluidstack"
@@ -47,14 +47,14 @@ _VRAM_GB = re.compile(r"_(\d+)GB$", re.IGNORECASE)
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
-    if creds is None:
-        raise MissingCredentialsError(f"{ENV_KEY} is not set: export it to collect {NAME}")
-    return fetch_bytes(
+    return fetch_with_key(
         client,
-        "GET",
         URL,
+        creds,
         provider=NAME,
-        headers={"Accept": "application/json", "api-key": creds.api_key},
+        env_key=ENV_KEY,
+        header="api-key",
+        scheme="",
         auth_hint=f"check {ENV_KEY} (a Fluidstack API key)",
     )
 

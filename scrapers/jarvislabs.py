@@ -37,9 +37,9 @@ from typing import Any
 
 import httpx
 
-from scrapers.base import Credentials, fetch_bytes
+from scrapers.base import Credentials, fetch_with_key
 from scrapers.batch import decimal, id_field, number, offers_of_records, whole
-from scrapers.errors import MissingCredentialsError, ProviderPayloadError
+from scrapers.errors import ProviderPayloadError
 from scrapers.models import ParseResult, Pricing, json_object_with_list
 
 NAME = "jarvislabs"
@@ -57,14 +57,12 @@ _VRAM_GB = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(?:GB)?\s*$", re.IGNORECASE)
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
-    if creds is None:
-        raise MissingCredentialsError(f"{ENV_KEY} is not set: export it to collect {NAME}")
-    return fetch_bytes(
+    return fetch_with_key(
         client,
-        "GET",
         URL,
+        creds,
         provider=NAME,
-        headers={"Accept": "application/json", "Authorization": f"Bearer {creds.api_key}"},
+        env_key=ENV_KEY,
         auth_hint=f"check {ENV_KEY} (a JarvisLabs API token)",
     )
 

@@ -30,9 +30,9 @@ from typing import Any
 
 import httpx
 
-from scrapers.base import Credentials, fetch_bytes
+from scrapers.base import Credentials, fetch_with_key
 from scrapers.batch import decimal, number, offers_of_records, whole
-from scrapers.errors import MissingCredentialsError, ProviderPayloadError
+from scrapers.errors import ProviderPayloadError
 from scrapers.models import ParseResult, Pricing, json_object_with_list
 
 NAME = "latitude"
@@ -47,14 +47,12 @@ _DRIVE_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(GB|TB)\s*$", re.IGNORECASE)
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
-    if creds is None:
-        raise MissingCredentialsError(f"{ENV_KEY} is not set: export it to collect {NAME}")
-    return fetch_bytes(
+    return fetch_with_key(
         client,
-        "GET",
         URL,
+        creds,
         provider=NAME,
-        headers={"Accept": "application/json", "Authorization": f"Bearer {creds.api_key}"},
+        env_key=ENV_KEY,
         auth_hint=f"check {ENV_KEY} (a Latitude.sh API key)",
     )
 

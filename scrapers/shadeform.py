@@ -30,9 +30,8 @@ from typing import Any
 
 import httpx
 
-from scrapers.base import Credentials, fetch_bytes
+from scrapers.base import Credentials, fetch_with_key
 from scrapers.batch import decimal, number, offers_of_records
-from scrapers.errors import MissingCredentialsError
 from scrapers.models import (
     FormFactor,
     ParseResult,
@@ -60,14 +59,14 @@ FORM_FACTORS = {"sxm4": FormFactor.SXM, "sxm5": FormFactor.SXM, "sxm6": FormFact
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
-    if creds is None:
-        raise MissingCredentialsError(f"{ENV_KEY} is not set: export it to collect {NAME}")
-    return fetch_bytes(
+    return fetch_with_key(
         client,
-        "GET",
         URL,
+        creds,
         provider=NAME,
-        headers={"Accept": "application/json", "X-API-KEY": creds.api_key},
+        env_key=ENV_KEY,
+        header="X-API-KEY",
+        scheme="",
         auth_hint=f"check {ENV_KEY}",
     )
 
