@@ -8,8 +8,8 @@ from pydantic import Field
 
 from api.rest.deps import ClockDep, FreshnessDep, OfferServerDep, WarehouseDep
 from api.rest.observations import pack_observations
-from api.rest.parameters import QueryModel, scope_query
-from api.rest.routes.offers import OfferQueryDep
+from api.rest.parameters import QueryModel, documented_query, scope_query
+from api.rest.routes.offers import ExportParams, OfferQueryDep
 from api.rest.schemas import HistoryOut
 from pipeline.market.history import (
     HISTORY_SCOPE,
@@ -66,6 +66,7 @@ def file_response(body: bytes, name: str, fmt: str) -> Response:
     summary="Current (or as_of) offers as CSV or Parquet",
     response_class=Response,
     responses=FILE_RESPONSES,
+    openapi_extra=documented_query(ExportParams),
 )
 def export_offers_file(
     fmt: ExportFormatParam,

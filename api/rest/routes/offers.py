@@ -16,13 +16,13 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import Field, TypeAdapter, model_validator
 
 from api.rest.deps import get_freshness, get_offload
 from api.rest.offers_json import json_array, ndjson_lines, prepare, ready
-from api.rest.parameters import MAX_OFFERS_PAGE, known_names_only
+from api.rest.parameters import MAX_OFFERS_PAGE, documented_query, known_names_only, read_query
 from api.rest.schemas import OffersPage, ProviderFreshnessOut
 from pipeline.market.freshness import ProviderFreshness
 from pipeline.market.offers import OfferQuery
@@ -60,9 +60,9 @@ class ExportParams(OfferQuery):
     _known_names_only = model_validator(mode="wrap")(known_names_only)
 
 
-OffersParamsDep = Annotated[OffersParams, Query()]
-OfferQueryDep = Annotated[ExportParams, Query()]
-"""The question of an export of offers."""
+OffersParamsDep = Annotated[OffersParams, Depends(read_query(OffersParams))]
+OfferQueryDep = Annotated[ExportParams, Depends(read_query(ExportParams))]
+"""The question of an export of offers (the route documents it: `documented_query`)."""
 
 
 @router.get(
@@ -70,6 +70,7 @@ OfferQueryDep = Annotated[ExportParams, Query()]
     response_model=OffersPage,
     summary="What is on offer now (or as of a time)",
     responses={200: {"content": {NDJSON: {"schema": {"type": "string"}}}}},
+    openapi_extra=documented_query(OffersParams),
 )
 async def list_offers(request: Request, query: OffersParamsDep) -> Response:
     """Each provider's latest good snapshot, cheapest per GPU-hour first, with its freshness.

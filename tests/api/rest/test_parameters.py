@@ -92,6 +92,8 @@ def test_openapi_documents_each_field_of_a_query_model_with_its_bounds(client):
     vram = documented["min_vram_gb"]["schema"]["anyOf"][0]
     assert vram["minimum"] == 0 and vram["maximum"] == 1024
     assert documented["provider"]["schema"]["maxItems"] == 50  # a list's bound counts its items
+    pricing = documented["pricing"]["schema"]["anyOf"][0]  # a schema it refers to, inlined
+    assert pricing["enum"] == ["on_demand", "spot"]
 
 
 def test_a_flood_of_unknown_names_on_a_post_lists_twenty(client):
