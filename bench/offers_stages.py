@@ -48,10 +48,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fastapi import FastAPI, Response  # noqa: E402
 from load import unique_questions, varied_questions  # noqa: E402
 from market import build_market, store_market  # noqa: E402
+from starlette.datastructures import State  # noqa: E402
 from starlette.types import Message  # noqa: E402
 
 from api.rest.offers_json import prepare  # noqa: E402
-from api.rest.routes.offers import OffersParams, OffersParamsDep, _page  # noqa: E402
+from api.rest.routes.offers import (  # noqa: E402
+    OffersParams,
+    OffersParamsDep,
+    _page,
+    _providers_json,
+)
 from pipeline.base import utc_now  # noqa: E402
 from pipeline.market.serving import OfferServer  # noqa: E402
 from pipeline.settings import Settings  # noqa: E402
@@ -121,6 +127,7 @@ def time_stages(
     in the freshness stage; the answer is made from the copy in force)."""
     spent: dict[str, list[float]] = defaultdict(list)
     clock = time.perf_counter
+    state = State()  # the app's state: the providers' JSON kept there
     for raw in raws:
         between()
         t0 = clock()
@@ -144,7 +151,7 @@ def time_stages(
         t5 = clock()
         if answer is None:  # a read fell due since the freshness stage: not timed
             continue
-        b"".join(_page(answer))
+        b"".join(_page(answer, _providers_json(state, freshness, answer.providers)))
         t6 = clock()
         times = (t1 - t0, t1b - t1, t2 - t1b, t3 - t2b, t4 - t3, t5 - t4, t6 - t5)
         for stage, spent_s in zip(STAGES, times, strict=True):

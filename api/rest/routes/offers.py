@@ -19,6 +19,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import Field, TypeAdapter, model_validator
+from starlette.datastructures import State
 
 from api.rest.deps import get_freshness, get_offload
 from api.rest.offers_json import json_array, ndjson_lines, prepare, ready
@@ -31,6 +32,7 @@ from pipeline.timeparse import Duration
 
 router = APIRouter(prefix="/offers", tags=["offers"])
 _PROVIDERS = TypeAdapter(list[ProviderFreshnessOut])
+_PROVIDER = TypeAdapter(ProviderFreshnessOut)
 NDJSON = "application/x-ndjson"
 
 
@@ -94,7 +96,7 @@ async def list_offers(request: Request, query: OffersParamsDep) -> Response:
         await offload(prepare, answer)
     if ndjson:
         return StreamingResponse(_sent(ndjson_lines(answer, PIECE_ROWS)), media_type=NDJSON)
-    pieces = _page(answer)
+    pieces = _page(answer, _providers_json(state, freshness, answer.providers))
     if answer.count <= IN_ONE_PIECE_ROWS:
         return Response(b"".join(pieces), media_type="application/json")
     return StreamingResponse(_sent(pieces), media_type="application/json")
@@ -119,12 +121,28 @@ def _prepared(
     return answer
 
 
-def _page(answer: OffersAnswer) -> Iterator[bytes]:
-    """`OffersPage` as pydantic serializes it, a piece at a time."""
+def _page(answer: OffersAnswer, providers: bytes) -> Iterator[bytes]:
+    """`OffersPage` as pydantic serializes it, a piece at a time (`providers`: the answer's
+    providers as JSON, `_providers_json`)."""
     yield b'{"offers":'
     yield from json_array(answer, PIECE_ROWS)
-    providers = _PROVIDERS.validate_python(answer.providers, from_attributes=True)
-    yield b',"count":%d,"providers":%s}' % (answer.count, _PROVIDERS.dump_json(providers))
+    yield b',"count":%d,"providers":%s}' % (answer.count, providers)
+
+
+def _providers_json(
+    state: State, freshness: list[ProviderFreshness], reported: list[ProviderFreshness]
+) -> bytes:
+    """`reported` as JSON: each provider of `freshness` (made once a second:
+    `OfferServer.freshness`) written once while that list is in force, kept on the app's state;
+    an as_of answer's own freshness written as asked."""
+    held = getattr(state, "providers_written", None)
+    if held is None or held[0] is not freshness:
+        out = _PROVIDERS.validate_python(freshness, from_attributes=True)
+        written = {id(f): _PROVIDER.dump_json(o) for f, o in zip(freshness, out, strict=True)}
+        held = state.providers_written = (freshness, written)  # keeps each `id` its object's
+    if all(id(f) in held[1] for f in reported):
+        return b"[" + b",".join(held[1][id(f)] for f in reported) + b"]"
+    return _PROVIDERS.dump_json(_PROVIDERS.validate_python(reported, from_attributes=True))
 
 
 async def _sent(pieces: Iterator[bytes]) -> AsyncIterator[bytes]:

@@ -56,3 +56,22 @@ def test_offers_as_of_a_time_are_written_as_offer_out_serializes_them(warehouse,
     assert ready(answer) and not ready(server.answer(OfferQuery(as_of=AT), now, []))
     array, _ = written(answer)
     assert array == OFFERS.dump_json(OFFERS.validate_python(answer.offers))
+
+
+def test_a_pages_providers_are_written_as_pydantic_writes_them(warehouse, tmp_path, db_path):
+    from starlette.datastructures import State
+
+    from api.rest.routes.offers import _providers_json
+    from api.rest.schemas import ProviderFreshnessOut
+
+    providers = TypeAdapter(list[ProviderFreshnessOut])
+    server = OfferServer(stored_market(warehouse, tmp_path), Settings(db=db_path))
+    now, state = AT + timedelta(minutes=5), State()
+    freshness = server.freshness(now)
+    for query in (OfferQuery(), OfferQuery(providers=("vastai", "scaleway")), OfferQuery(as_of=AT)):
+        answer = server.answer(query, now, freshness)
+        pydantics = providers.dump_json(
+            providers.validate_python(answer.providers, from_attributes=True)
+        )
+        assert _providers_json(state, freshness, answer.providers) == pydantics, query
+    assert state.providers_written[0] is freshness  # written once while that list is in force
