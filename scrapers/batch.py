@@ -131,9 +131,10 @@ def text_field(record: Mapping[str, Any], key: str) -> str:
 
 
 def _count(name: str, value: object) -> int:
+    """A parser's count as an int within 64 bits (1e30 GPUs from a huge VRAM figure raises)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} is not a whole number: {value!r}")
-    return value
+    return whole(name, value)
 
 
 def _text(name: str, value: object) -> str | None:

@@ -123,6 +123,14 @@ def test_a_field_of_the_wrong_type_adds_nothing_so_the_parser_can_reject_the_rec
     assert result.offer_count == 0 and [r.raw for r in result.rejects] == ["raw record 0"]
 
 
+def test_a_gpu_count_past_64_bits_adds_nothing_so_the_parser_can_reject_the_record():
+    b = batch()  # Vultr's count comes from its VRAM figure: 1e33 GB is a count no table holds
+    with pytest.raises(ValueError, match="gpu_count 10+ is past a 64-bit integer"):
+        b.add(0, [offer(price_per_hour=1.0, gpu_count=10**31)])
+    b.add(1, [offer(offer_id="2", price_per_hour=1.0)])
+    assert b.finish().offer_count == 1
+
+
 def test_rejects_become_a_table_with_the_raw_record_as_served():
     b = batch()
     b.reject(2, "broken")
