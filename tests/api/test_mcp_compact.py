@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from mcp import Client
 
 from api.app import create_app
+from pipeline.base import utc_now
 from api.mcp import OFFERS_LIMIT, TOOLS, in_process_server
 from api.mcp_answers import HISTORY_POINTS, OFFER_FIELDS, compact, rounded
 from pipeline.collection.collect import run_collection
@@ -47,9 +48,11 @@ def market_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _answers(db: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any, list[Any], Any]:
-    """The tool list and the answers to `calls`, and the API's own answers, from one app."""
+    """The tool list and the answers to `calls`, and the API's own answers, from one app (its
+    clock stopped: a freshness made in another second would differ in its ages)."""
+    now = utc_now()
     with Warehouse.open(db) as warehouse:
-        app = create_app(Settings(db=db, scheduler=False), warehouse)
+        app = create_app(Settings(db=db, scheduler=False), warehouse, clock=lambda: now)
 
         async def ask():
             async with Client(in_process_server(app)) as client:
