@@ -16,9 +16,9 @@ from fastapi.testclient import TestClient
 from mcp import Client
 
 from api.app import create_app
-from pipeline.base import utc_now
 from api.mcp import OFFERS_LIMIT, TOOLS, in_process_server
 from api.mcp_answers import HISTORY_POINTS, OFFER_FIELDS, compact, rounded
+from pipeline.base import utc_now
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES, OBSERVED_AT
