@@ -167,8 +167,16 @@ def _countries() -> tuple[Country, ...]:
 
 def get_locator() -> Locator:
     """The locator of the registered providers' places (read again only when the registry
-    changes)."""
-    return _locator(tuple(PROVIDERS.values()))
+    changes). The registry is compared element by element, each provider by identity first:
+    hashing every provider's fields (`_locator`'s key) on each filter cost ~15 µs a request."""
+    global _last
+    providers = tuple(PROVIDERS.values())
+    if _last is None or _last[0] != providers:
+        _last = (providers, _locator(providers))
+    return _last[1]
+
+
+_last: tuple[tuple[Provider, ...], Locator] | None = None
 
 
 @lru_cache(maxsize=4)
