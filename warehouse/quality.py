@@ -172,28 +172,36 @@ def latest_quality(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 
 def _of_runs(
-    cur: duckdb.DuckDBPyConnection, view: str, order_by: str, run_ids: list[str]
+    cur: duckdb.DuckDBPyConnection, columns: str, view: str, order_by: str, run_ids: list[str]
 ) -> list[dict[str, Any]]:
-    """The rows of one of the run quality views (`view`, a name of ours) for `run_ids`."""
+    """`columns` of one of the run quality views (`view`, a name of ours) for `run_ids`."""
     return _rows(
-        cur, f"SELECT * FROM {view} WHERE list_contains(?, run_id) ORDER BY {order_by}", [run_ids]
+        cur,
+        f"SELECT {columns} FROM {view} WHERE list_contains(?, run_id) ORDER BY {order_by}",
+        [run_ids],
     )
 
 
 def unknown_gpus_of_runs(
     cur: duckdb.DuckDBPyConnection, run_ids: list[str]
 ) -> list[dict[str, Any]]:
-    return _of_runs(cur, "run_unknown_gpus", "provider, offer_count DESC, gpu_raw", run_ids)
+    """Per run's provider: each unknown spelling, its offers and an example offer's id."""
+    columns = "provider, gpu_raw, offer_count, example AS example_offer_id"
+    return _of_runs(
+        cur, columns, "run_unknown_gpus", "provider, offer_count DESC, gpu_raw", run_ids
+    )
 
 
 def reject_reasons_of_runs(
     cur: duckdb.DuckDBPyConnection, run_ids: list[str]
 ) -> list[dict[str, Any]]:
-    return _of_runs(cur, "run_reject_reasons", "provider, records DESC, reason", run_ids)
+    columns = "provider, reason, records"
+    return _of_runs(cur, columns, "run_reject_reasons", "provider, records DESC, reason", run_ids)
 
 
 def outliers_of_runs(cur: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[str, Any]]:
-    return _of_runs(cur, "price_outliers", "provider, side, price_per_gpu_hour", run_ids)
+    columns = "* EXCLUDE (observed_at)"
+    return _of_runs(cur, columns, "price_outliers", "provider, side, price_per_gpu_hour", run_ids)
 
 
 def recent_quality(

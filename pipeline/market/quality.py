@@ -56,6 +56,10 @@ def _run_out(run: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_SUMMARY = ("health", "resolved_share", "reject_count", "unknown_names", "drift", "reasons")
+"""The figures of its newest run that head a provider's overview."""
+
+
 def quality_overview(
     warehouse: Warehouse,
     provider: str | None = None,
@@ -76,61 +80,24 @@ def quality_overview(
             next((run["run_id"] for run in r if run["state"] == "ok"), "")
             for r in by_provider.values()
         ]
-        unknowns = wq.unknown_gpus_of_runs(cur, newest)
-        reasons = wq.reject_reasons_of_runs(cur, newest)
-        outliers = wq.outliers_of_runs(cur, [run_id for run_id in newest_ok if run_id])
+        details = {
+            "unknown_gpus": wq.unknown_gpus_of_runs(cur, newest),
+            "rejects_by_reason": wq.reject_reasons_of_runs(cur, newest),
+            "flagged_offers": wq.outliers_of_runs(cur, [run_id for run_id in newest_ok if run_id]),
+        }
     grouped: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for kind, rows in (("unknown", unknowns), ("rejects", reasons), ("outliers", outliers)):
+    for kind, rows in details.items():
         for row in rows:
-            grouped[row["provider"]][kind].append(
-                {k: v for k, v in row.items() if k not in ("provider",)}
-            )
+            grouped[row.pop("provider")][kind].append(row)
     overview = []
     for name, provider_runs in sorted(by_provider.items()):
         latest = _run_out(provider_runs[0])
-        found = grouped[name]
         overview.append(
             {
                 "provider": name,
-                **{
-                    k: latest[k]
-                    for k in (
-                        "health",
-                        "resolved_share",
-                        "reject_count",
-                        "unknown_names",
-                        "drift",
-                        "reasons",
-                    )
-                },  # fmt: skip
+                **{k: latest[k] for k in _SUMMARY},
                 "last_run_at": latest["observed_at"],
-                "unknown_gpus": [
-                    {
-                        "gpu_raw": u["gpu_raw"],
-                        "offer_count": u["offer_count"],
-                        "example_offer_id": u["example"],
-                    }  # fmt: skip
-                    for u in found["unknown"]
-                ],
-                "rejects_by_reason": [
-                    {"reason": r["reason"], "records": r["records"]} for r in found["rejects"]
-                ],
-                "flagged_offers": [
-                    {
-                        k: o[k]
-                        for k in (
-                            "offer_id",
-                            "run_id",
-                            "gpu",
-                            "pricing",
-                            "side",
-                            "suspect",
-                            "price_per_gpu_hour",
-                            "median_per_gpu_hour",
-                        )
-                    }  # fmt: skip
-                    for o in found["outliers"]
-                ],
+                **{kind: grouped[name][kind] for kind in details},
                 "runs": [_run_out(run) for run in provider_runs],
             }
         )
