@@ -24,6 +24,7 @@ from warehouse.rollups import ROLLUP_INTERVALS, bucket_start
 from warehouse.summaries import BUCKET_AGGREGATES, POINT_JSON, SUMMARY_AGGREGATES
 
 __all__ = [
+    "NEWEST_GOOD_RUNS",
     "HistoryFilters",
     "cheapest_available_at",
     "copy_partitioned_parquet",
@@ -289,14 +290,15 @@ def cheapest_available_at(
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
-_NEWEST_GOOD_RUNS = """
+NEWEST_GOOD_RUNS = """
     SELECT run_id FROM collection_runs WHERE status = 'ok'
     QUALIFY row_number() OVER (
         PARTITION BY provider ORDER BY observed_at DESC, finished_at DESC
     ) = 1
 """
 """Each provider's newest good snapshot: the run `current_offers` reads, whole, suspect outliers
-included (the view holds them out of answers; retention must not drop them)."""
+included (the view holds them out of answers; retention must not drop them, and its quarantined
+records are the latest ones)."""
 
 
 def prune_before(conn: duckdb.DuckDBPyConnection, cutoff: datetime) -> dict[str, int]:
@@ -308,7 +310,7 @@ def prune_before(conn: duckdb.DuckDBPyConnection, cutoff: datetime) -> dict[str,
     """
     deleted = {}
     for table, kept in (
-        ("offer_observations", f" AND run_id NOT IN ({_NEWEST_GOOD_RUNS})"),
+        ("offer_observations", f" AND run_id NOT IN ({NEWEST_GOOD_RUNS})"),
         ("quarantine", ""),
     ):
         row = conn.execute(f"DELETE FROM {table} WHERE observed_at < ?{kept}", [cutoff]).fetchone()

@@ -12,6 +12,7 @@ import duckdb
 import pyarrow as pa
 
 from warehouse.errors import WarehouseError
+from warehouse.history import NEWEST_GOOD_RUNS
 from warehouse.offers import NEWEST_SNAPSHOT
 from warehouse.quality import OutlierBounds, flag_price_outliers
 from warehouse.rollups import roll_up_run
@@ -29,7 +30,6 @@ __all__ = [
     "quarantined",
     "unknown_gpus",
 ]
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,14 +143,6 @@ def _one_thread(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
         conn.execute(f"SET threads = {int(threads[0]) if threads else 1}")
 
 
-_LATEST_OK_RUNS = """
-    SELECT run_id FROM collection_runs WHERE status = 'ok'
-    QUALIFY row_number() OVER (
-        PARTITION BY provider ORDER BY observed_at DESC, finished_at DESC
-    ) = 1
-"""
-
-
 def unknown_gpus(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """GPU names in the latest snapshots that the catalog does not know, with where seen."""
     cursor = conn.execute(
@@ -240,7 +232,7 @@ def quarantine_counts(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     cursor = conn.execute(
         f"""
         SELECT provider, count(*) AS records, max(observed_at) AS last_observed_at
-        FROM quarantine WHERE run_id IN ({_LATEST_OK_RUNS})
+        FROM quarantine WHERE run_id IN ({NEWEST_GOOD_RUNS})
         GROUP BY provider ORDER BY provider
         """
     )
