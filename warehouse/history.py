@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from warehouse.db import dict_rows
 from warehouse.offers import SNAPSHOTS_AS_OF, OfferFilters, scope_conditions
 from warehouse.rollups import ROLLUP_INTERVALS, bucket_start
 from warehouse.summaries import BUCKET_AGGREGATES, POINT_JSON, SUMMARY_AGGREGATES
@@ -71,17 +72,14 @@ def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[di
     sql, params = history_sql(f)
     # Bucket starts travel as epoch microseconds: building aware datetimes here is cheaper than
     # the driver's per-value time zone conversion (a year of 1h buckets is 50k+ rows).
-    cursor = conn.execute(
+    rows = dict_rows(
+        conn,
         f"SELECT * REPLACE (epoch_us(t) AS t) FROM ({sql}) "
         "ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t",
         params,
     )
-    columns = [d[0] for d in cursor.description]
-    rows = []
-    for values in cursor.fetchall():
-        row = dict(zip(columns, values, strict=True))
+    for row in rows:
         row["t"] = _EPOCH + timedelta(microseconds=row["t"])
-        rows.append(row)
     return rows
 
 
@@ -252,13 +250,12 @@ def _bucketed(f: HistoryFilters, source: str, where: list[str], *, ordered: bool
 
 def snapshot_times(conn: duckdb.DuckDBPyConnection, as_of: datetime) -> list[dict[str, Any]]:
     """Each provider's last good snapshot at or before `as_of`: run, observed time, size."""
-    cursor = conn.execute(
+    return dict_rows(
+        conn,
         f"SELECT provider, run_id, observed_at, offer_count FROM ({SNAPSHOTS_AS_OF}) "
         "ORDER BY provider",
         [as_of],
     )
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 def cheapest_available_at(
@@ -274,7 +271,8 @@ def cheapest_available_at(
     if providers is not None:
         where.append("provider IN (SELECT unnest(?))")
         params.append(sorted(providers))
-    cursor = conn.execute(
+    return dict_rows(
+        conn,
         f"""
         SELECT gpu, form_factor, pricing, min(min_available_price) AS price_per_gpu_hour
         FROM (
@@ -286,8 +284,6 @@ def cheapest_available_at(
         """,
         params,
     )
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 NEWEST_GOOD_RUNS = """

@@ -10,6 +10,8 @@ from typing import Any
 
 import duckdb
 
+from warehouse.db import dict_rows
+
 __all__ = [
     "OutlierBounds",
     "QualityRow",
@@ -136,17 +138,11 @@ SUSPECT_IN_BATCH = """
 condition holds suspects out of `current_offers` (migration 0033)."""
 
 
-def _rows(cur: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[dict[str, Any]]:
-    cur.execute(sql, params or [])
-    names = [d[0] for d in cur.description or []]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
-
 def quality_runs(
     cur: duckdb.DuckDBPyConnection, provider: str | None, since: datetime, limit: int
 ) -> list[dict[str, Any]]:
     """Runs observed at or after `since`, newest first, at most `limit` per provider."""
-    return _rows(
+    return dict_rows(
         cur,
         """
         SELECT * EXCLUDE (n) FROM (
@@ -160,7 +156,7 @@ def quality_runs(
 
 def latest_quality(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Each provider's newest run quality."""
-    return _rows(
+    return dict_rows(
         cur,
         """
         SELECT * EXCLUDE (n) FROM (
@@ -175,7 +171,7 @@ def _of_runs(
     cur: duckdb.DuckDBPyConnection, columns: str, view: str, order_by: str, run_ids: list[str]
 ) -> list[dict[str, Any]]:
     """`columns` of one of the run quality views (`view`, a name of ours) for `run_ids`."""
-    return _rows(
+    return dict_rows(
         cur,
         f"SELECT {columns} FROM {view} WHERE list_contains(?, run_id) ORDER BY {order_by}",
         [run_ids],
@@ -208,7 +204,7 @@ def recent_quality(
     cur: duckdb.DuckDBPyConnection, provider: str, limit: int
 ) -> list[dict[str, Any]]:
     """The provider's newest `limit` run qualities, newest first (what a new run is judged by)."""
-    return _rows(
+    return dict_rows(
         cur,
         "SELECT * FROM run_quality WHERE provider = ? ORDER BY observed_at DESC LIMIT ?",
         [provider, limit],
