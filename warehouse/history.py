@@ -30,7 +30,6 @@ __all__ = [
     "cheapest_available_at",
     "copy_partitioned_parquet",
     "day_points_column",
-    "default_since",
     "history_sql",
     "points_json_sql",
     "with_point_json",
@@ -388,14 +387,3 @@ def copy_partitioned_parquet(
 
 def _quoted(path: Path) -> str:
     return str(path).replace("'", "''")
-
-
-def default_since(interval: str, until: datetime) -> datetime:
-    """How far back history goes when `since` is not given: about a screen of points."""
-    span = {
-        "1h": timedelta(days=7),
-        "6h": timedelta(days=30),
-        "1d": timedelta(days=90),
-        "1w": timedelta(days=365),
-    }
-    return until - span[interval]
