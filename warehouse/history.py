@@ -115,6 +115,11 @@ def _bucket_start(interval: str) -> str:
     )
 
 
+_SUMMARISED = ("gpus", "providers", "pricing", "form_factor", "include_unavailable", "gpu_figures")
+"""The scope fields per-snapshot summaries answer: their key's filters, and `gpu_figures` (not a
+filter: what derived columns are made from)."""
+
+
 def history_sql(
     f: HistoryFilters, *, rolled_up: bool = True, with_json: bool = False, day_json: bool = True
 ) -> tuple[str, list[Any]]:
@@ -123,32 +128,28 @@ def history_sql(
     point's `point_json` (kept in the rollups, computed for other buckets), whole UTC days as
     pieces of several points with their `points_hash` (`day_json=False`: the hash alone)."""
     params: list[Any] = []
-    # Summaries are per snapshot, GPU, form factor, provider and pricing, not per place or node:
-    # any other
-    # filter rebuilds them from the raw observations, which cover the retention window. All
-    # filters go inside, ahead of the per-snapshot quantiles: DuckDB does not push the
-    # `IN (SELECT unnest(?))` semi join below the GROUP BY, so outside they would rebuild
-    # summaries for every GPU first.
-    summarised = OfferFilters(
-        gpus=f.scope.gpus,
-        providers=f.scope.providers,
-        pricing=f.scope.pricing,
-        form_factor=f.scope.form_factor,
-        include_unavailable=f.scope.include_unavailable,
-        gpu_figures=f.scope.gpu_figures,  # not a filter: what derived columns are made from
-    )
-    source = "price_summaries"
-    if f.scope != summarised or not f.scope.include_unavailable:
+
+    def observed(start: datetime, end: datetime) -> list[str]:
+        """The scope's conditions and `observed_at` in [start, end), their parameters added."""
         where = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
-        params += [f.since, f.until]
-        sql = _bucketed(f, f"({_summaries_from_raw(where)})", ["TRUE"])
-        return (with_point_json(sql) if with_json else sql), params
+        params.extend((start, end))
+        return where
+
+    def points(sql: str) -> str:
+        return with_point_json(sql) if with_json else sql
+
+    # Summaries are per snapshot, GPU, form factor, provider and pricing, not per place or node:
+    # any other filter rebuilds them from the raw observations, which cover the retention
+    # window. All filters go inside, ahead of the per-snapshot quantiles: DuckDB does not push
+    # the `IN (SELECT unnest(?))` semi join below the GROUP BY, so outside they would rebuild
+    # summaries for every GPU first.
+    summarised = OfferFilters(**{name: getattr(f.scope, name) for name in _SUMMARISED})
+    if f.scope != summarised or not f.scope.include_unavailable:
+        raw = _summaries_from_raw(observed(f.since, f.until))
+        return points(_bucketed(f, f"({raw})", ["TRUE"])), params
     full = _full_buckets(f) if rolled_up else None
     if full is None:
-        where = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
-        params += [f.since, f.until]
-        sql = _bucketed(f, source, where)
-        return (with_point_json(sql) if with_json else sql), params
+        return points(_bucketed(f, "price_summaries", observed(f.since, f.until))), params
     # Whole buckets come from the rollups; the partial ones at either end (a `since` or `until`
     # inside a bucket) from the summaries of their snapshots inside [since, until) only.
     low, high = full
@@ -164,13 +165,11 @@ def history_sql(
             FROM history_rollups WHERE {" AND ".join(rolled)}
         """
     # Each partial bucket on its own plain time range, so zonemaps skip the rest of the year.
-    edge_buckets = []
-    for start, end in ((f.since, low), (high, f.until)):
-        if start < end:
-            edge = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
-            params += [start, end]
-            bucketed = _bucketed(f, source, edge, ordered=False)
-            edge_buckets.append(with_point_json(bucketed) if with_json else bucketed)
+    edge_buckets = [
+        points(_bucketed(f, "price_summaries", observed(start, end), ordered=False))
+        for start, end in ((f.since, low), (high, f.until))
+        if start < end
+    ]
     sql = f"""
         SELECT * FROM (
             {whole}
