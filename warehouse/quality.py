@@ -139,32 +139,26 @@ condition holds suspects out of `current_offers` (migration 0033)."""
 
 
 def quality_runs(
-    cur: duckdb.DuckDBPyConnection, provider: str | None, since: datetime, limit: int
+    cur: duckdb.DuckDBPyConnection, provider: str | None, since: datetime | None, limit: int
 ) -> list[dict[str, Any]]:
-    """Runs observed at or after `since`, newest first, at most `limit` per provider."""
-    return dict_rows(
-        cur,
-        """
-        SELECT * EXCLUDE (n) FROM (
-            SELECT *, row_number() OVER (PARTITION BY provider ORDER BY observed_at DESC) AS n
-            FROM run_quality WHERE observed_at >= ? AND (? IS NULL OR provider = ?)
-        ) WHERE n <= ? ORDER BY provider, observed_at DESC
-        """,
-        [since, provider, provider, limit],
-    )
-
-
-def latest_quality(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """Each provider's newest run quality."""
+    """Runs observed at or after `since` (None: ever), newest first, at most `limit` per
+    provider."""
     return dict_rows(
         cur,
         """
         SELECT * EXCLUDE (n) FROM (
             SELECT *, row_number() OVER (PARTITION BY provider ORDER BY observed_at DESC) AS n
             FROM run_quality
-        ) WHERE n = 1 ORDER BY provider
+            WHERE (?::TIMESTAMPTZ IS NULL OR observed_at >= ?) AND (? IS NULL OR provider = ?)
+        ) WHERE n <= ? ORDER BY provider, observed_at DESC
         """,
+        [since, since, provider, provider, limit],
     )
+
+
+def latest_quality(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Each provider's newest run quality."""
+    return quality_runs(cur, None, None, 1)
 
 
 def _of_runs(

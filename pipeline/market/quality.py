@@ -4,7 +4,7 @@ and the provider-health alerts show it (measured at ingest: pipeline/collection/
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 import orjson
@@ -17,7 +17,6 @@ __all__ = ["MAX_RUNS", "Health", "health_of", "provider_health", "quality_overvi
 
 MAX_RUNS = 50
 """Runs shown per provider (the newest, since `since` when given)."""
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 Health = Literal["ok", "degraded", "failing", "not_configured"]
 
 
@@ -71,7 +70,7 @@ def quality_overview(
     if provider is not None:
         provider_module(provider)
     with warehouse.cursor() as cur:
-        runs = wq.quality_runs(cur, provider, since or _EPOCH, runs_per_provider)
+        runs = wq.quality_runs(cur, provider, since, runs_per_provider)
         by_provider: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for run in runs:
             by_provider[run["provider"]].append(run)
