@@ -122,9 +122,9 @@ def contributions(
     form_factor: str | None,
     excluded: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
-    """Each provider's rows in one bucket (but those in `excluded`): its last good snapshot there
-    and, per GPU and form factor, the cheapest available price (NULL when none was available)
-    and its offer."""
+    """Each provider's rows in one bucket (but those in `excluded`), cheapest first: per GPU and
+    form factor, the cheapest available price of its last good snapshot there (`value`, NULL
+    when none was available), its offer and that snapshot (`run_id`, `snapshot_at`)."""
     params: list[Any] = [interval, t, pricing, sorted(gpus), sorted(excluded)]
     extra = ""
     if form_factor is not None:
@@ -133,7 +133,8 @@ def contributions(
     return dict_rows(
         conn,
         f"""
-        SELECT provider, run_id, observed_at, gpu, form_factor, price_per_gpu_hour, offer_id
+        SELECT provider, price_per_gpu_hour AS value, offer_id, form_factor, run_id,
+               observed_at AS snapshot_at
         FROM index_rollups
         WHERE bucket_interval = ? AND t = ? AND pricing = ? AND gpu IN (SELECT unnest(?))
           AND provider NOT IN (SELECT unnest(?::VARCHAR[])){extra}
@@ -165,12 +166,8 @@ def bucket_runs(
 
 def known_providers(conn: duckdb.DuckDBPyConnection) -> list[str]:
     """Every provider that has ever run."""
-    return [
-        row[0]
-        for row in conn.execute(
-            "SELECT DISTINCT provider FROM collection_runs ORDER BY provider"
-        ).fetchall()
-    ]
+    rows = conn.execute("SELECT DISTINCT provider FROM collection_runs ORDER BY provider")
+    return [row[0] for row in rows.fetchall()]
 
 
 def hours_with_snapshots(conn: duckdb.DuckDBPyConnection, since: datetime, until: datetime) -> int:

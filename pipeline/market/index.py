@@ -154,15 +154,8 @@ def explain_index(
         providers = wi.known_providers(cur)
     contributions: dict[str, dict[str, Any]] = {}
     for row in rows:  # cheapest first per provider
-        if row["price_per_gpu_hour"] is not None and row["provider"] not in contributions:
-            contributions[row["provider"]] = {
-                "provider": row["provider"],
-                "value": row["price_per_gpu_hour"],
-                "offer_id": row["offer_id"],
-                "form_factor": row["form_factor"],
-                "run_id": row["run_id"],
-                "snapshot_at": row["observed_at"],
-            }
+        if row["value"] is not None:
+            contributions.setdefault(row["provider"], row)
     excluded = []
     for provider in providers:
         if provider in contributions:
