@@ -31,9 +31,9 @@ from typing import Any
 import httpx
 import orjson
 
-from scrapers.base import Credentials, fetch_bytes, is_replay
+from scrapers.base import Credentials, fetch_with_key, is_replay
 from scrapers.batch import decimal, id_field, offers_of_records, whole
-from scrapers.errors import MissingCredentialsError, ProviderPayloadError
+from scrapers.errors import ProviderPayloadError
 from scrapers.models import FormFactor, ParseResult, Pricing
 
 NAME = "mithril"
@@ -53,9 +53,7 @@ _SOCKETS = {"SXM": FormFactor.SXM, "PCIE": FormFactor.PCIE, "NVL": FormFactor.NV
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
-    if creds is None:
-        raise MissingCredentialsError(f"{ENV_KEY} is not set: export it to collect {NAME}")
-    types_body = _get(client, URL, creds)
+    types_body = _get(client, URL, creds)  # without a key: not configured, nothing sent
     if is_replay(client):
         return types_body  # one recorded answer (the whole collection): `parse` reads it
     types = _json_list(types_body, "instance types")
@@ -69,13 +67,13 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
     return orjson.dumps({"instance_types": types, "pricing": pricing, "spot_availability": spot})
 
 
-def _get(client: httpx.Client, url: str, creds: Credentials) -> bytes:
-    return fetch_bytes(
+def _get(client: httpx.Client, url: str, creds: Credentials | None) -> bytes:
+    return fetch_with_key(
         client,
-        "GET",
         url,
+        creds,
         provider=NAME,
-        headers={"Accept": "application/json", "Authorization": f"Bearer {creds.api_key}"},
+        env_key=ENV_KEY,
         auth_hint=f"check {ENV_KEY} (Mithril needs a key even for prices)",
     )
 

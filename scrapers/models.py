@@ -33,6 +33,7 @@ __all__ = [
     "PriceQuotedPer",
     "Pricing",
     "Reject",
+    "json_list_member",
     "json_object_member",
     "json_object_with_list",
     "json_raw",
@@ -204,6 +205,15 @@ def json_object_member(
     if not isinstance(member, dict):
         raise ProviderPayloadError(f"{provider}: {where}: {key!r} is not an object")
     return member
+
+
+def json_list_member(answer: Any, key: str, provider: str, where: str) -> list[Any]:
+    """The list under `key` in one decoded answer (`where`: which, e.g. `/plans`) joined into a
+    body; a `ProviderPayloadError` naming that answer and key when there is none."""
+    found = answer.get(key) if isinstance(answer, dict) else None
+    if not isinstance(found, list):
+        raise ProviderPayloadError(f"{provider}: the {where} answer has no {key!r} list")
+    return found
 
 
 def json_object_with_list(

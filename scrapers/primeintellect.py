@@ -36,9 +36,9 @@ from typing import Any
 import httpx
 import orjson
 
-from scrapers.base import Credentials, fetch_bytes, is_replay
+from scrapers.base import Credentials, fetch_with_key, is_replay
 from scrapers.batch import decimal, number, offers_of_records, text_field
-from scrapers.errors import MissingCredentialsError, ProviderPayloadError
+from scrapers.errors import ProviderPayloadError
 from scrapers.models import (
     FormFactor,
     ParseResult,
@@ -68,8 +68,6 @@ OUT_OF_STOCK = frozenset({"unavailable", "out_of_stock", "out of stock"})
 
 
 def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
-    if creds is None:
-        raise MissingCredentialsError(f"{ENV_KEY} is not set: export it to collect {NAME}")
     items: list[Any] = []
     total: Any = None
     for page in range(1, MAX_PAGES + 1):
@@ -82,14 +80,14 @@ def fetch(client: httpx.Client, creds: Credentials | None) -> bytes:
     raise ProviderPayloadError(f"{NAME}: more than {MAX_PAGES} pages of {PAGE_SIZE} offers")
 
 
-def _page(client: httpx.Client, creds: Credentials, page: int) -> bytes:
-    url = str(httpx.URL(URL, params={"page": page, "page_size": PAGE_SIZE}))
-    return fetch_bytes(
+def _page(client: httpx.Client, creds: Credentials | None, page: int) -> bytes:
+    """One page of offers; without a key, not configured: nothing is sent."""
+    return fetch_with_key(
         client,
-        "GET",
-        url,
+        str(httpx.URL(URL, params={"page": page, "page_size": PAGE_SIZE})),
+        creds,
         provider=NAME,
-        headers={"Accept": "application/json", "Authorization": f"Bearer {creds.api_key}"},
+        env_key=ENV_KEY,
         auth_hint=f"check {ENV_KEY} (a key with Availability: Read)",
     )
 

@@ -37,7 +37,7 @@ import orjson
 from scrapers.base import Credentials, fetch_bytes
 from scrapers.batch import decimal, id_field, offers_of_records, whole
 from scrapers.errors import MissingCredentialsError, ProviderPayloadError
-from scrapers.models import ParseResult, Pricing
+from scrapers.models import ParseResult, Pricing, json_list_member
 
 NAME = "seeweb"
 ENV_KEY = "SEEWEB_TOKEN"  # Seeweb's own variable (its Terraform provider)
@@ -75,13 +75,6 @@ def _get(client: httpx.Client, url: str, creds: Credentials) -> bytes:
     )
 
 
-def _plans(answer: Any, where: str) -> list[Any]:
-    plans = answer.get("plans") if isinstance(answer, dict) else None
-    if not isinstance(plans, list):
-        raise ProviderPayloadError(f"{NAME}: the {where} answer has no 'plans' list")
-    return plans
-
-
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
     try:
         body = orjson.loads(payload)
@@ -94,8 +87,9 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
             f"{NAME}: body is not the joined /plans and /plans/availables answers; the answer "
             "changed shape, update scrapers/seeweb.py"
         )
-    plans = _plans(body["plans"], "/plans")
-    creatable = _creatable(_plans(body[AVAILABLES_KEY], "/plans/availables"))
+    plans = json_list_member(body["plans"], "plans", NAME, "/plans")
+    availables = json_list_member(body[AVAILABLES_KEY], "plans", NAME, "/plans/availables")
+    creatable = _creatable(availables)
     return offers_of_records(
         NAME, observed_at, plans, lambda plan: _offers_of(plan, creatable), id_of=id_field("name")
     )

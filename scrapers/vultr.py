@@ -41,7 +41,7 @@ import orjson
 from scrapers.base import Credentials, fetch_bytes
 from scrapers.batch import number, offers_of_records
 from scrapers.errors import ProviderPayloadError
-from scrapers.models import ParseResult, Pricing
+from scrapers.models import ParseResult, Pricing, json_list_member
 
 NAME = "vultr"
 ENV_KEY = None
@@ -96,13 +96,6 @@ def _get(client: httpx.Client, url: str) -> bytes:
     )
 
 
-def _list(answer: Any, key: str, where: str) -> list[Any]:
-    plans = answer.get(key) if isinstance(answer, dict) else None
-    if not isinstance(plans, list):
-        raise ProviderPayloadError(f"{NAME}: the {where} answer has no {key!r} list")
-    return plans
-
-
 def parse(payload: bytes, observed_at: datetime) -> ParseResult:
     try:
         body = orjson.loads(payload)
@@ -115,10 +108,9 @@ def parse(payload: bytes, observed_at: datetime) -> ParseResult:
             f"{NAME}: body is not the joined plans and plans-metal answers; the answer changed "
             "shape, update scrapers/vultr.py"
         )
-    records = [
-        *((False, plan) for plan in _list(body["plans"], "plans", "/v2/plans")),
-        *((True, plan) for plan in _list(body["plans-metal"], "plans_metal", "/v2/plans-metal")),
-    ]
+    plans = json_list_member(body["plans"], "plans", NAME, "/v2/plans")
+    metal = json_list_member(body["plans-metal"], "plans_metal", NAME, "/v2/plans-metal")
+    records = [*((False, plan) for plan in plans), *((True, plan) for plan in metal)]
     return offers_of_records(
         NAME,
         observed_at,

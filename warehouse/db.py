@@ -1,4 +1,5 @@
-"""The DuckDB warehouse: opening, migrations, transactions and driver-error translation."""
+"""The DuckDB warehouse: opening, migrations, transactions, driver-error translation, and the
+rows of a read as dicts (`dict_rows`, what the named reads return)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext, supp
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -19,7 +21,7 @@ from warehouse.errors import DatabaseLockedError, MigrationError, WarehouseError
 from warehouse.lake_s3 import s3_reason
 from warehouse.target import LakeTarget, Target, parse_target, redacted
 
-__all__ = ["Warehouse", "translate_error"]
+__all__ = ["Warehouse", "dict_rows", "translate_error"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +49,15 @@ def translate_error(exc: duckdb.Error, path: str) -> WarehouseError:
     if reason:
         first_line = f"{first_line}: {reason}"
     return WarehouseError(redacted(f"Database {path}: {first_line}"))
+
+
+def dict_rows(
+    conn: duckdb.DuckDBPyConnection, sql: str, params: Any = None
+) -> list[dict[str, Any]]:
+    """Each row of `sql` as a dict by column name."""
+    cursor = conn.execute(sql, params or [])
+    columns = [d[0] for d in cursor.description]
+    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 def _migrations() -> list[tuple[int, str, str]]:

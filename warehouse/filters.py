@@ -20,13 +20,11 @@ Comparisons (`Filter.compare`); a NULL column never passes, as in SQL:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
     "FILTERS",
-    "FILTER_BY_NAME",
     "MAX_GPUS",
     "MAX_HOST_UNITS",
     "MAX_PRICE_USD",
@@ -149,7 +147,6 @@ FILTERS: tuple[Filter, ...] = (
            "Also list offers that are listed but not rentable now", bool),
 )  # fmt: skip
 """Every filter, in the order the API documents them."""
-FILTER_BY_NAME: Mapping[str, Filter] = {f.name: f for f in FILTERS}
 
 
 def sql_condition(f: Filter, value: Any, params: list[Any]) -> str:

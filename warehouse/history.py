@@ -19,16 +19,17 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from warehouse.db import dict_rows
 from warehouse.offers import SNAPSHOTS_AS_OF, OfferFilters, scope_conditions
 from warehouse.rollups import ROLLUP_INTERVALS, bucket_start
 from warehouse.summaries import BUCKET_AGGREGATES, POINT_JSON, SUMMARY_AGGREGATES
 
 __all__ = [
+    "NEWEST_GOOD_RUNS",
     "HistoryFilters",
     "cheapest_available_at",
     "copy_partitioned_parquet",
     "day_points_column",
-    "default_since",
     "history_sql",
     "points_json_sql",
     "with_point_json",
@@ -70,17 +71,14 @@ def price_history(conn: duckdb.DuckDBPyConnection, f: HistoryFilters) -> list[di
     sql, params = history_sql(f)
     # Bucket starts travel as epoch microseconds: building aware datetimes here is cheaper than
     # the driver's per-value time zone conversion (a year of 1h buckets is 50k+ rows).
-    cursor = conn.execute(
+    rows = dict_rows(
+        conn,
         f"SELECT * REPLACE (epoch_us(t) AS t) FROM ({sql}) "
         "ORDER BY gpu, form_factor NULLS FIRST, provider, pricing, t",
         params,
     )
-    columns = [d[0] for d in cursor.description]
-    rows = []
-    for values in cursor.fetchall():
-        row = dict(zip(columns, values, strict=True))
+    for row in rows:
         row["t"] = _EPOCH + timedelta(microseconds=row["t"])
-        rows.append(row)
     return rows
 
 
@@ -117,6 +115,11 @@ def _bucket_start(interval: str) -> str:
     )
 
 
+_SUMMARISED = ("gpus", "providers", "pricing", "form_factor", "include_unavailable", "gpu_figures")
+"""The scope fields per-snapshot summaries answer: their key's filters, and `gpu_figures` (not a
+filter: what derived columns are made from)."""
+
+
 def history_sql(
     f: HistoryFilters, *, rolled_up: bool = True, with_json: bool = False, day_json: bool = True
 ) -> tuple[str, list[Any]]:
@@ -125,32 +128,28 @@ def history_sql(
     point's `point_json` (kept in the rollups, computed for other buckets), whole UTC days as
     pieces of several points with their `points_hash` (`day_json=False`: the hash alone)."""
     params: list[Any] = []
-    # Summaries are per snapshot, GPU, form factor, provider and pricing, not per place or node:
-    # any other
-    # filter rebuilds them from the raw observations, which cover the retention window. All
-    # filters go inside, ahead of the per-snapshot quantiles: DuckDB does not push the
-    # `IN (SELECT unnest(?))` semi join below the GROUP BY, so outside they would rebuild
-    # summaries for every GPU first.
-    summarised = OfferFilters(
-        gpus=f.scope.gpus,
-        providers=f.scope.providers,
-        pricing=f.scope.pricing,
-        form_factor=f.scope.form_factor,
-        include_unavailable=f.scope.include_unavailable,
-        gpu_figures=f.scope.gpu_figures,  # not a filter: what derived columns are made from
-    )
-    source = "price_summaries"
-    if f.scope != summarised or not f.scope.include_unavailable:
+
+    def observed(start: datetime, end: datetime) -> list[str]:
+        """The scope's conditions and `observed_at` in [start, end), their parameters added."""
         where = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
-        params += [f.since, f.until]
-        sql = _bucketed(f, f"({_summaries_from_raw(where)})", ["TRUE"])
-        return (with_point_json(sql) if with_json else sql), params
+        params.extend((start, end))
+        return where
+
+    def points(sql: str) -> str:
+        return with_point_json(sql) if with_json else sql
+
+    # Summaries are per snapshot, GPU, form factor, provider and pricing, not per place or node:
+    # any other filter rebuilds them from the raw observations, which cover the retention
+    # window. All filters go inside, ahead of the per-snapshot quantiles: DuckDB does not push
+    # the `IN (SELECT unnest(?))` semi join below the GROUP BY, so outside they would rebuild
+    # summaries for every GPU first.
+    summarised = OfferFilters(**{name: getattr(f.scope, name) for name in _SUMMARISED})
+    if f.scope != summarised or not f.scope.include_unavailable:
+        raw = _summaries_from_raw(observed(f.since, f.until))
+        return points(_bucketed(f, f"({raw})", ["TRUE"])), params
     full = _full_buckets(f) if rolled_up else None
     if full is None:
-        where = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
-        params += [f.since, f.until]
-        sql = _bucketed(f, source, where)
-        return (with_point_json(sql) if with_json else sql), params
+        return points(_bucketed(f, "price_summaries", observed(f.since, f.until))), params
     # Whole buckets come from the rollups; the partial ones at either end (a `since` or `until`
     # inside a bucket) from the summaries of their snapshots inside [since, until) only.
     low, high = full
@@ -166,13 +165,11 @@ def history_sql(
             FROM history_rollups WHERE {" AND ".join(rolled)}
         """
     # Each partial bucket on its own plain time range, so zonemaps skip the rest of the year.
-    edge_buckets = []
-    for start, end in ((f.since, low), (high, f.until)):
-        if start < end:
-            edge = scope_conditions(f.scope, params) + ["observed_at >= ?", "observed_at < ?"]
-            params += [start, end]
-            bucketed = _bucketed(f, source, edge, ordered=False)
-            edge_buckets.append(with_point_json(bucketed) if with_json else bucketed)
+    edge_buckets = [
+        points(_bucketed(f, "price_summaries", observed(start, end), ordered=False))
+        for start, end in ((f.since, low), (high, f.until))
+        if start < end
+    ]
     sql = f"""
         SELECT * FROM (
             {whole}
@@ -251,13 +248,12 @@ def _bucketed(f: HistoryFilters, source: str, where: list[str], *, ordered: bool
 
 def snapshot_times(conn: duckdb.DuckDBPyConnection, as_of: datetime) -> list[dict[str, Any]]:
     """Each provider's last good snapshot at or before `as_of`: run, observed time, size."""
-    cursor = conn.execute(
+    return dict_rows(
+        conn,
         f"SELECT provider, run_id, observed_at, offer_count FROM ({SNAPSHOTS_AS_OF}) "
         "ORDER BY provider",
         [as_of],
     )
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 def cheapest_available_at(
@@ -273,7 +269,8 @@ def cheapest_available_at(
     if providers is not None:
         where.append("provider IN (SELECT unnest(?))")
         params.append(sorted(providers))
-    cursor = conn.execute(
+    return dict_rows(
+        conn,
         f"""
         SELECT gpu, form_factor, pricing, min(min_available_price) AS price_per_gpu_hour
         FROM (
@@ -285,18 +282,17 @@ def cheapest_available_at(
         """,
         params,
     )
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
-_NEWEST_GOOD_RUNS = """
+NEWEST_GOOD_RUNS = """
     SELECT run_id FROM collection_runs WHERE status = 'ok'
     QUALIFY row_number() OVER (
         PARTITION BY provider ORDER BY observed_at DESC, finished_at DESC
     ) = 1
 """
 """Each provider's newest good snapshot: the run `current_offers` reads, whole, suspect outliers
-included (the view holds them out of answers; retention must not drop them)."""
+included (the view holds them out of answers; retention must not drop them, and its quarantined
+records are the latest ones)."""
 
 
 def prune_before(conn: duckdb.DuckDBPyConnection, cutoff: datetime) -> dict[str, int]:
@@ -308,7 +304,7 @@ def prune_before(conn: duckdb.DuckDBPyConnection, cutoff: datetime) -> dict[str,
     """
     deleted = {}
     for table, kept in (
-        ("offer_observations", f" AND run_id NOT IN ({_NEWEST_GOOD_RUNS})"),
+        ("offer_observations", f" AND run_id NOT IN ({NEWEST_GOOD_RUNS})"),
         ("quarantine", ""),
     ):
         row = conn.execute(f"DELETE FROM {table} WHERE observed_at < ?{kept}", [cutoff]).fetchone()
@@ -390,14 +386,3 @@ def copy_partitioned_parquet(
 
 def _quoted(path: Path) -> str:
     return str(path).replace("'", "''")
-
-
-def default_since(interval: str, until: datetime) -> datetime:
-    """How far back history goes when `since` is not given: about a screen of points."""
-    span = {
-        "1h": timedelta(days=7),
-        "6h": timedelta(days=30),
-        "1d": timedelta(days=90),
-        "1w": timedelta(days=365),
-    }
-    return until - span[interval]

@@ -15,6 +15,7 @@ from typing import Any
 
 import duckdb
 
+from warehouse.db import dict_rows
 from warehouse.rollups import ROLLUP_INTERVALS, bucket_start
 
 __all__ = [
@@ -85,9 +86,7 @@ def index_sql(f: IndexFilters) -> tuple[str, list[Any]]:
 def index_points(conn: duckdb.DuckDBPyConnection, f: IndexFilters) -> list[dict[str, Any]]:
     """The index's points, as `index_sql` orders them."""
     sql, params = index_sql(f)
-    cursor = conn.execute(sql, params)
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+    return dict_rows(conn, sql, params)
 
 
 def index_latest(
@@ -95,7 +94,8 @@ def index_latest(
 ) -> list[dict[str, Any]]:
     """Per (gpu, pricing): the index value of its latest bucket with a contribution, providers
     in `excluded` left out."""
-    cursor = conn.execute(
+    return dict_rows(
+        conn,
         """
         SELECT gpu, pricing, arg_max(value, t) AS value, max(t) AS t FROM (
             SELECT gpu, pricing, t, median(price_per_gpu_hour) AS value FROM (
@@ -111,8 +111,6 @@ def index_latest(
         """,
         [interval, sorted(excluded), interval],
     )
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 def contributions(
@@ -124,17 +122,19 @@ def contributions(
     form_factor: str | None,
     excluded: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
-    """Each provider's rows in one bucket (but those in `excluded`): its last good snapshot there
-    and, per GPU and form factor, the cheapest available price (NULL when none was available)
-    and its offer."""
+    """Each provider's rows in one bucket (but those in `excluded`), cheapest first: per GPU and
+    form factor, the cheapest available price of its last good snapshot there (`value`, NULL
+    when none was available), its offer and that snapshot (`run_id`, `snapshot_at`)."""
     params: list[Any] = [interval, t, pricing, sorted(gpus), sorted(excluded)]
     extra = ""
     if form_factor is not None:
         extra = " AND form_factor = ?"
         params.append(form_factor)
-    cursor = conn.execute(
+    return dict_rows(
+        conn,
         f"""
-        SELECT provider, run_id, observed_at, gpu, form_factor, price_per_gpu_hour, offer_id
+        SELECT provider, price_per_gpu_hour AS value, offer_id, form_factor, run_id,
+               observed_at AS snapshot_at
         FROM index_rollups
         WHERE bucket_interval = ? AND t = ? AND pricing = ? AND gpu IN (SELECT unnest(?))
           AND provider NOT IN (SELECT unnest(?::VARCHAR[])){extra}
@@ -142,8 +142,6 @@ def contributions(
         """,
         params,
     )
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 def bucket_runs(
@@ -151,7 +149,8 @@ def bucket_runs(
 ) -> list[dict[str, Any]]:
     """Per provider with a run observed in [since, until): good and failed runs, and the last
     good snapshot (run id, time)."""
-    cursor = conn.execute(
+    return dict_rows(
+        conn,
         """
         SELECT provider, count(*) FILTER (WHERE status = 'ok') AS good,
                count(*) FILTER (WHERE status <> 'ok') AS failed,
@@ -163,18 +162,12 @@ def bucket_runs(
         """,
         [since, until],
     )
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 def known_providers(conn: duckdb.DuckDBPyConnection) -> list[str]:
     """Every provider that has ever run."""
-    return [
-        row[0]
-        for row in conn.execute(
-            "SELECT DISTINCT provider FROM collection_runs ORDER BY provider"
-        ).fetchall()
-    ]
+    rows = conn.execute("SELECT DISTINCT provider FROM collection_runs ORDER BY provider")
+    return [row[0] for row in rows.fetchall()]
 
 
 def hours_with_snapshots(conn: duckdb.DuckDBPyConnection, since: datetime, until: datetime) -> int:

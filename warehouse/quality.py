@@ -10,6 +10,8 @@ from typing import Any
 
 import duckdb
 
+from warehouse.db import dict_rows
+
 __all__ = [
     "OutlierBounds",
     "QualityRow",
@@ -136,71 +138,67 @@ SUSPECT_IN_BATCH = """
 condition holds suspects out of `current_offers` (migration 0033)."""
 
 
-def _rows(cur: duckdb.DuckDBPyConnection, sql: str, params: Any = None) -> list[dict[str, Any]]:
-    cur.execute(sql, params or [])
-    names = [d[0] for d in cur.description or []]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
-
 def quality_runs(
-    cur: duckdb.DuckDBPyConnection, provider: str | None, since: datetime, limit: int
+    cur: duckdb.DuckDBPyConnection, provider: str | None, since: datetime | None, limit: int
 ) -> list[dict[str, Any]]:
-    """Runs observed at or after `since`, newest first, at most `limit` per provider."""
-    return _rows(
-        cur,
-        """
-        SELECT * EXCLUDE (n) FROM (
-            SELECT *, row_number() OVER (PARTITION BY provider ORDER BY observed_at DESC) AS n
-            FROM run_quality WHERE observed_at >= ? AND (? IS NULL OR provider = ?)
-        ) WHERE n <= ? ORDER BY provider, observed_at DESC
-        """,
-        [since, provider, provider, limit],
-    )
-
-
-def latest_quality(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """Each provider's newest run quality."""
-    return _rows(
+    """Runs observed at or after `since` (None: ever), newest first, at most `limit` per
+    provider."""
+    return dict_rows(
         cur,
         """
         SELECT * EXCLUDE (n) FROM (
             SELECT *, row_number() OVER (PARTITION BY provider ORDER BY observed_at DESC) AS n
             FROM run_quality
-        ) WHERE n = 1 ORDER BY provider
+            WHERE (?::TIMESTAMPTZ IS NULL OR observed_at >= ?) AND (? IS NULL OR provider = ?)
+        ) WHERE n <= ? ORDER BY provider, observed_at DESC
         """,
+        [since, since, provider, provider, limit],
     )
 
 
+def latest_quality(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Each provider's newest run quality."""
+    return quality_runs(cur, None, None, 1)
+
+
 def _of_runs(
-    cur: duckdb.DuckDBPyConnection, view: str, order_by: str, run_ids: list[str]
+    cur: duckdb.DuckDBPyConnection, columns: str, view: str, order_by: str, run_ids: list[str]
 ) -> list[dict[str, Any]]:
-    """The rows of one of the run quality views (`view`, a name of ours) for `run_ids`."""
-    return _rows(
-        cur, f"SELECT * FROM {view} WHERE list_contains(?, run_id) ORDER BY {order_by}", [run_ids]
+    """`columns` of one of the run quality views (`view`, a name of ours) for `run_ids`."""
+    return dict_rows(
+        cur,
+        f"SELECT {columns} FROM {view} WHERE list_contains(?, run_id) ORDER BY {order_by}",
+        [run_ids],
     )
 
 
 def unknown_gpus_of_runs(
     cur: duckdb.DuckDBPyConnection, run_ids: list[str]
 ) -> list[dict[str, Any]]:
-    return _of_runs(cur, "run_unknown_gpus", "provider, offer_count DESC, gpu_raw", run_ids)
+    """Per run's provider: each unknown spelling, its offers and an example offer's id."""
+    columns = "provider, gpu_raw, offer_count, example AS example_offer_id"
+    return _of_runs(
+        cur, columns, "run_unknown_gpus", "provider, offer_count DESC, gpu_raw", run_ids
+    )
 
 
 def reject_reasons_of_runs(
     cur: duckdb.DuckDBPyConnection, run_ids: list[str]
 ) -> list[dict[str, Any]]:
-    return _of_runs(cur, "run_reject_reasons", "provider, records DESC, reason", run_ids)
+    columns = "provider, reason, records"
+    return _of_runs(cur, columns, "run_reject_reasons", "provider, records DESC, reason", run_ids)
 
 
 def outliers_of_runs(cur: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[str, Any]]:
-    return _of_runs(cur, "price_outliers", "provider, side, price_per_gpu_hour", run_ids)
+    columns = "* EXCLUDE (observed_at)"
+    return _of_runs(cur, columns, "price_outliers", "provider, side, price_per_gpu_hour", run_ids)
 
 
 def recent_quality(
     cur: duckdb.DuckDBPyConnection, provider: str, limit: int
 ) -> list[dict[str, Any]]:
     """The provider's newest `limit` run qualities, newest first (what a new run is judged by)."""
-    return _rows(
+    return dict_rows(
         cur,
         "SELECT * FROM run_quality WHERE provider = ? ORDER BY observed_at DESC LIMIT ?",
         [provider, limit],

@@ -11,7 +11,9 @@ from typing import Any, Literal
 import duckdb
 import pyarrow as pa
 
+from warehouse.db import dict_rows
 from warehouse.errors import WarehouseError
+from warehouse.history import NEWEST_GOOD_RUNS
 from warehouse.offers import NEWEST_SNAPSHOT
 from warehouse.quality import OutlierBounds, flag_price_outliers
 from warehouse.rollups import roll_up_run
@@ -29,7 +31,6 @@ __all__ = [
     "quarantined",
     "unknown_gpus",
 ]
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,40 +144,30 @@ def _one_thread(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
         conn.execute(f"SET threads = {int(threads[0]) if threads else 1}")
 
 
-_LATEST_OK_RUNS = """
-    SELECT run_id FROM collection_runs WHERE status = 'ok'
-    QUALIFY row_number() OVER (
-        PARTITION BY provider ORDER BY observed_at DESC, finished_at DESC
-    ) = 1
-"""
-
-
 def unknown_gpus(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """GPU names in the latest snapshots that the catalog does not know, with where seen."""
-    cursor = conn.execute(
+    return dict_rows(
+        conn,
         """
         SELECT gpu_raw, list(DISTINCT provider ORDER BY provider) AS providers,
                count(*) AS offers, max(observed_at) AS last_observed_at
         FROM current_offers
         WHERE gpu IS NULL
         GROUP BY gpu_raw ORDER BY offers DESC, gpu_raw
-        """
+        """,
     )
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 def latest_runs(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Each provider's most recent run, whatever its status."""
-    cursor = conn.execute(
+    return dict_rows(
+        conn,
         """
         SELECT * FROM collection_runs
         QUALIFY row_number() OVER (PARTITION BY provider ORDER BY started_at DESC) = 1
         ORDER BY provider
-        """
+        """,
     )
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 def provider_status(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
@@ -185,7 +176,8 @@ def provider_status(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     Aggregates (`arg_max`), not window functions: a year of runs is ~200,000 rows, and a
     hash aggregate reads them without sorting them.
     """
-    cursor = conn.execute(
+    return dict_rows(
+        conn,
         f"""
         WITH last_run AS (
             SELECT provider, arg_max({{'at': started_at, 'finished': finished_at,
@@ -211,17 +203,16 @@ def provider_status(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
         LEFT JOIN last_ok USING (provider)
         LEFT JOIN last_error USING (provider)
         ORDER BY provider
-        """
+        """,
     )
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 def quarantined(
     conn: duckdb.DuckDBPyConnection, provider: str | None = None, limit: int = 100
 ) -> list[dict[str, Any]]:
     """Most recent quarantined records, newest first."""
-    cursor = conn.execute(
+    return dict_rows(
+        conn,
         """
         SELECT q.provider, q.record_id, q.reason, q.raw, q.observed_at, q.run_id
         FROM quarantine q
@@ -231,58 +222,52 @@ def quarantined(
         """,
         [provider, provider, limit],
     )
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 def quarantine_counts(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Quarantined records per provider and reason in each provider's latest run."""
-    cursor = conn.execute(
+    return dict_rows(
+        conn,
         f"""
         SELECT provider, count(*) AS records, max(observed_at) AS last_observed_at
-        FROM quarantine WHERE run_id IN ({_LATEST_OK_RUNS})
+        FROM quarantine WHERE run_id IN ({NEWEST_GOOD_RUNS})
         GROUP BY provider ORDER BY provider
-        """
+        """,
     )
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 def current_price_stats(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Per (gpu, provider, pricing) in the current snapshots: lowest available price, counts."""
-    cursor = conn.execute(
+    return dict_rows(
+        conn,
         """
         SELECT gpu, provider, pricing,
                min(price_per_gpu_hour) FILTER (WHERE available) AS lowest_price,
                count(*) AS offers, count(*) FILTER (WHERE available) AS available
         FROM current_offers WHERE gpu IS NOT NULL
         GROUP BY ALL ORDER BY ALL
-        """
+        """,
     )
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 def run_stats(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Per provider: runs and failures so far, and the duration of the last run."""
-    cursor = conn.execute(
+    return dict_rows(
+        conn,
         """
         SELECT provider, count(*) AS runs, count(*) FILTER (WHERE status = 'failed') AS failures,
                arg_max(epoch(finished_at) - epoch(started_at), started_at) AS last_seconds
         FROM collection_runs GROUP BY provider ORDER BY provider
-        """
+        """,
     )
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
 
 
 def current_regions(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
     """Each (provider, region) in the current snapshots, its location and how many offers."""
-    cursor = conn.execute(
+    return dict_rows(
+        conn,
         """
         SELECT provider, region, country, continent, eea, eu, count(*) AS offers
         FROM current_offers GROUP BY ALL ORDER BY provider, region NULLS LAST
-        """
+        """,
     )
-    columns = [d[0] for d in cursor.description]
-    return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]

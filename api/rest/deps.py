@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial
 from typing import Annotated, Any, TypeVar
@@ -40,48 +40,25 @@ __all__ = [
 ]
 
 
-# The dependencies that only read app state are `async def`: FastAPI runs them inline instead
-# of handing each to the thread pool (a hop costs more than the work).
+def _state(name: str) -> Callable[[Request], Awaitable[Any]]:
+    """The dependency that answers `app.state.<name>` of the app serving the request: `async`,
+    so FastAPI runs it inline instead of handing it to the thread pool (a hop costs more than
+    the work)."""
+
+    async def read(request: Request) -> Any:
+        return getattr(request.app.state, name)
+
+    return read
 
 
-async def get_warehouse(request: Request) -> Warehouse:
-    warehouse: Warehouse = request.app.state.warehouse
-    return warehouse
-
-
-async def get_offer_server(request: Request) -> OfferServer:
-    """Where this process serves current offers from (one cache, see `pipeline.market.serving`)."""
-    server: OfferServer = request.app.state.offer_server
-    return server
-
-
-async def get_settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
-
-
-async def get_clock(request: Request) -> Callable[[], datetime]:
-    clock: Callable[[], datetime] = request.app.state.clock
-    return clock
-
-
-async def get_collector(request: Request) -> Collector | None:
-    collector: Collector | None = request.app.state.collector
-    return collector
-
-
-async def get_model_hub(request: Request) -> ModelHub:
-    """Where a quote's Hugging Face id gets its config.json (kept beside the database)."""
-    hub: ModelHub = request.app.state.model_hub
-    return hub
-
-
-WarehouseDep = Annotated[Warehouse, Depends(get_warehouse)]
-SettingsDep = Annotated[Settings, Depends(get_settings)]
-ClockDep = Annotated[Callable[[], datetime], Depends(get_clock)]
-CollectorDep = Annotated[Collector | None, Depends(get_collector)]
-OfferServerDep = Annotated[OfferServer, Depends(get_offer_server)]
-ModelHubDep = Annotated[ModelHub, Depends(get_model_hub)]
+WarehouseDep = Annotated[Warehouse, Depends(_state("warehouse"))]
+SettingsDep = Annotated[Settings, Depends(_state("settings"))]
+ClockDep = Annotated[Callable[[], datetime], Depends(_state("clock"))]
+CollectorDep = Annotated[Collector | None, Depends(_state("collector"))]
+OfferServerDep = Annotated[OfferServer, Depends(_state("offer_server"))]
+"""Where this process serves current offers from (one cache, see `pipeline.market.serving`)."""
+ModelHubDep = Annotated[ModelHub, Depends(_state("model_hub"))]
+"""Where a quote's Hugging Face id gets its config.json (kept beside the database)."""
 
 
 async def get_freshness(

@@ -13,9 +13,8 @@ from pipeline.errors import PipelineError
 from pipeline.market.history import export_partitioned
 from warehouse import Warehouse
 
-__all__ = ["COUNT_HEADER", "pack_observations", "unpack_observations"]
+__all__ = ["pack_observations", "unpack_observations"]
 
-COUNT_HEADER = "x-observations"
 _COUNT_FILE = "COUNT"
 """The archive's first member: how many observations its Parquet files hold."""
 

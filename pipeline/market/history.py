@@ -30,11 +30,22 @@ __all__ = [
     "price_history",
     "price_history_json",
     "prune",
+    "time_range",
 ]
 
 Interval = Literal["1h", "6h", "1d", "1w"]
+DEFAULT_SPAN = {
+    "1h": timedelta(days=7),
+    "6h": timedelta(days=30),
+    "1d": timedelta(days=90),
+    "1w": timedelta(days=365),
+}
+"""How far back history (and the index) goes without `since`: about a screen of points."""
 INCLUDE_NOW = timedelta(seconds=1)
+"""`until` is exclusive: without one, a question ends just after now."""
 ExportFormat = Literal["csv", "parquet"]
+SERIES_KEY = ("gpu", "form_factor", "provider", "pricing")
+"""What one history series is of: SXM and PCIe of one GPU are separate series."""
 
 
 class HistoryQuery(OfferScope):
@@ -56,14 +67,22 @@ HISTORY_SCOPE = PLACE_SCOPE | {"form_factor"}
 observations for the retention window; prices and node details are not filters of history."""
 
 
-def _filters(query: HistoryQuery, now: datetime) -> h.HistoryFilters:
-    query.check_honoured(HISTORY_SCOPE, "history")
-    until = query.until or now + INCLUDE_NOW  # `until` is exclusive: default to just after now
-    since = query.since or h.default_since(query.interval, until)
+def time_range(
+    since: datetime | None, until: datetime | None, interval: str, now: datetime
+) -> tuple[datetime, datetime]:
+    """`[since, until)` of a question in `interval` buckets, each bound's default filled in."""
+    until = until or now + INCLUDE_NOW
+    since = since or until - DEFAULT_SPAN[interval]
     if since >= until:
         raise PipelineError(
             f"since ({since.isoformat()}) must be before until ({until.isoformat()})"
         )
+    return since, until
+
+
+def _filters(query: HistoryQuery, now: datetime) -> h.HistoryFilters:
+    query.check_honoured(HISTORY_SCOPE, "history")
+    since, until = time_range(query.since, query.until, query.interval, now)
     scope = resolve(query, include_unavailable=True)  # statistics cover every listed offer
     return h.HistoryFilters(scope=scope, interval=query.interval, since=since, until=until)
 
@@ -74,10 +93,9 @@ def price_history(warehouse: Warehouse, query: HistoryQuery, now: datetime) -> d
     filters = _filters(query, now)
     with warehouse.cursor() as cur:
         rows = h.price_history(cur, filters)
-    series: dict[tuple[str, str | None, str, str], list[dict[str, Any]]] = {}
+    series: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in rows:
-        key = (row.pop("gpu"), row.pop("form_factor"), row.pop("provider"), row.pop("pricing"))
-        series.setdefault(key, []).append(row)
+        series.setdefault(tuple(row.pop(name) for name in SERIES_KEY), []).append(row)
     return {
         "gpu": query.gpu,
         "gpus": sorted(filters.scope.gpus or ()),
@@ -85,14 +103,8 @@ def price_history(warehouse: Warehouse, query: HistoryQuery, now: datetime) -> d
         "since": filters.since,
         "until": filters.until,
         "series": [
-            {
-                "gpu": gpu,
-                "form_factor": form_factor,
-                "provider": provider,
-                "pricing": pricing,
-                "points": points,
-            }
-            for (gpu, form_factor, provider, pricing), points in series.items()
+            {**dict(zip(SERIES_KEY, key, strict=True)), "points": points}
+            for key, points in series.items()
         ],
     }
 
@@ -113,14 +125,8 @@ def price_history_json(warehouse: Warehouse, query: HistoryQuery, now: datetime)
         "since": filters.since.astimezone(UTC),
         "until": filters.until.astimezone(UTC),
         "series": [
-            {
-                "gpu": gpu,
-                "form_factor": form_factor,
-                "provider": provider,
-                "pricing": pricing,
-                "points": orjson.Fragment(points),
-            }
-            for gpu, form_factor, provider, pricing, points in series
+            {**dict(zip(SERIES_KEY, key, strict=True)), "points": orjson.Fragment(points)}
+            for *key, points in series
         ],
     }
     return orjson.dumps(body, option=orjson.OPT_UTC_Z)

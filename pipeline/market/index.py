@@ -19,7 +19,7 @@ from pydantic import Field
 
 from pipeline.catalog import Catalog, get_catalog
 from pipeline.errors import PipelineError
-from pipeline.market.history import ExportFormat, export_sql
+from pipeline.market.history import INCLUDE_NOW, ExportFormat, export_sql, time_range
 from pipeline.market.scope import Name, OfferScope, resolve
 from pipeline.timeparse import UtcDateTime
 from scrapers import PROVIDERS
@@ -50,9 +50,6 @@ NOT_IN_METHODOLOGY = "not in methodology v1"
 INDEX_SCOPE = frozenset({"gpu", "pricing", "form_factor"})
 """The index is per GPU, pricing and (optionally) form factor: no place or node filters."""
 IndexInterval = Literal["1h", "1d"]
-DEFAULT_SPAN = {"1h": timedelta(days=7), "1d": timedelta(days=90)}
-"""How far back `/index` goes without `since`."""
-INCLUDE_NOW = timedelta(seconds=1)
 
 FAILED_RUN = "failed run"
 NO_SNAPSHOT = "no snapshot in bucket"
@@ -98,12 +95,7 @@ def index_filters(
 ) -> wi.IndexFilters:
     """The warehouse filter of the series the query asks for (each GPU × pricing)."""
     query.check_honoured(INDEX_SCOPE, "the index")
-    until = query.until or now + INCLUDE_NOW
-    since = query.since or until - DEFAULT_SPAN[query.interval]
-    if since >= until:
-        raise PipelineError(
-            f"since ({since.isoformat()}) must be before until ({until.isoformat()})"
-        )
+    since, until = time_range(query.since, query.until, query.interval, now)
     return wi.IndexFilters(
         gpus=resolve(query, catalog).gpus or frozenset(),
         pricings=tuple(_pricings(query)),
@@ -162,15 +154,8 @@ def explain_index(
         providers = wi.known_providers(cur)
     contributions: dict[str, dict[str, Any]] = {}
     for row in rows:  # cheapest first per provider
-        if row["price_per_gpu_hour"] is not None and row["provider"] not in contributions:
-            contributions[row["provider"]] = {
-                "provider": row["provider"],
-                "value": row["price_per_gpu_hour"],
-                "offer_id": row["offer_id"],
-                "form_factor": row["form_factor"],
-                "run_id": row["run_id"],
-                "snapshot_at": row["observed_at"],
-            }
+        if row["value"] is not None:
+            contributions.setdefault(row["provider"], row)
     excluded = []
     for provider in providers:
         if provider in contributions:

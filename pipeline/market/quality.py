@@ -4,7 +4,7 @@ and the provider-health alerts show it (measured at ingest: pipeline/collection/
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 import orjson
@@ -17,7 +17,6 @@ __all__ = ["MAX_RUNS", "Health", "health_of", "provider_health", "quality_overvi
 
 MAX_RUNS = 50
 """Runs shown per provider (the newest, since `since` when given)."""
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 Health = Literal["ok", "degraded", "failing", "not_configured"]
 
 
@@ -56,6 +55,10 @@ def _run_out(run: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+_SUMMARY = ("health", "resolved_share", "reject_count", "unknown_names", "drift", "reasons")
+"""The figures of its newest run that head a provider's overview."""
+
+
 def quality_overview(
     warehouse: Warehouse,
     provider: str | None = None,
@@ -67,7 +70,7 @@ def quality_overview(
     if provider is not None:
         provider_module(provider)
     with warehouse.cursor() as cur:
-        runs = wq.quality_runs(cur, provider, since or _EPOCH, runs_per_provider)
+        runs = wq.quality_runs(cur, provider, since, runs_per_provider)
         by_provider: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for run in runs:
             by_provider[run["provider"]].append(run)
@@ -76,61 +79,24 @@ def quality_overview(
             next((run["run_id"] for run in r if run["state"] == "ok"), "")
             for r in by_provider.values()
         ]
-        unknowns = wq.unknown_gpus_of_runs(cur, newest)
-        reasons = wq.reject_reasons_of_runs(cur, newest)
-        outliers = wq.outliers_of_runs(cur, [run_id for run_id in newest_ok if run_id])
+        details = {
+            "unknown_gpus": wq.unknown_gpus_of_runs(cur, newest),
+            "rejects_by_reason": wq.reject_reasons_of_runs(cur, newest),
+            "flagged_offers": wq.outliers_of_runs(cur, [run_id for run_id in newest_ok if run_id]),
+        }
     grouped: dict[str, dict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
-    for kind, rows in (("unknown", unknowns), ("rejects", reasons), ("outliers", outliers)):
+    for kind, rows in details.items():
         for row in rows:
-            grouped[row["provider"]][kind].append(
-                {k: v for k, v in row.items() if k not in ("provider",)}
-            )
+            grouped[row.pop("provider")][kind].append(row)
     overview = []
     for name, provider_runs in sorted(by_provider.items()):
         latest = _run_out(provider_runs[0])
-        found = grouped[name]
         overview.append(
             {
                 "provider": name,
-                **{
-                    k: latest[k]
-                    for k in (
-                        "health",
-                        "resolved_share",
-                        "reject_count",
-                        "unknown_names",
-                        "drift",
-                        "reasons",
-                    )
-                },  # fmt: skip
+                **{k: latest[k] for k in _SUMMARY},
                 "last_run_at": latest["observed_at"],
-                "unknown_gpus": [
-                    {
-                        "gpu_raw": u["gpu_raw"],
-                        "offer_count": u["offer_count"],
-                        "example_offer_id": u["example"],
-                    }  # fmt: skip
-                    for u in found["unknown"]
-                ],
-                "rejects_by_reason": [
-                    {"reason": r["reason"], "records": r["records"]} for r in found["rejects"]
-                ],
-                "flagged_offers": [
-                    {
-                        k: o[k]
-                        for k in (
-                            "offer_id",
-                            "run_id",
-                            "gpu",
-                            "pricing",
-                            "side",
-                            "suspect",
-                            "price_per_gpu_hour",
-                            "median_per_gpu_hour",
-                        )
-                    }  # fmt: skip
-                    for o in found["outliers"]
-                ],
+                **{kind: grouped[name][kind] for kind in details},
                 "runs": [_run_out(run) for run in provider_runs],
             }
         )

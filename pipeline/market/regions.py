@@ -10,37 +10,27 @@ from warehouse import queries as q
 
 __all__ = ["known_regions"]
 
+_LOCATION = ("country", "continent", "eea", "eu")
+
 
 def known_regions(warehouse: Warehouse) -> list[dict[str, Any]]:
-    """Mapped locations (with their source) plus every region in the current snapshots."""
+    """Mapped locations (with their source) plus every region in the current snapshots: one seen
+    there keeps the location its offers were stored with, and counts them."""
     locator = get_locator()
     with warehouse.cursor() as cur:
         seen = {(r["provider"], r["region"]): r for r in q.current_regions(cur)}
-    rows: dict[tuple[str, str | None], dict[str, Any]] = {}
-    for place in locator.places:
-        key = (place["provider"], place["region"])
-        location = locator.locate(*key)
-        rows[key] = {
-            "provider": key[0],
-            "region": key[1],
-            "country": location.country,
-            "continent": location.continent,
-            "eea": location.eea,
-            "eu": location.eu,
-            "source": location.source,
-            "offers": 0,
-        }
-    for key, row in seen.items():
-        location = locator.locate(key[0], key[1])
-        rows[key] = {
-            **rows.get(key, {}),
-            "provider": key[0],
-            "region": key[1],
-            "country": row["country"],
-            "continent": row["continent"],
-            "eea": row["eea"],
-            "eu": row["eu"],
-            "source": location.source,
-            "offers": row["offers"],
-        }
-    return sorted(rows.values(), key=lambda r: (r["provider"], r["region"] or ""))
+    mapped = [(place["provider"], place["region"]) for place in locator.places]
+    rows = []
+    for provider, region in dict.fromkeys([*mapped, *seen]):
+        location = locator.locate(provider, region)
+        stored = seen.get((provider, region))
+        rows.append(
+            {
+                "provider": provider,
+                "region": region,
+                **{k: stored[k] if stored else getattr(location, k) for k in _LOCATION},
+                "source": location.source,
+                "offers": stored["offers"] if stored else 0,
+            }
+        )
+    return sorted(rows, key=lambda r: (r["provider"], r["region"] or ""))

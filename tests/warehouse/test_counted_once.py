@@ -25,7 +25,7 @@ def h100_sxm(warehouse, bucket: datetime) -> dict[str, tuple[float, str]]:
     """Each provider's index figure for the SXM H100, on demand, in the hour of `bucket`."""
     with warehouse.cursor() as cur:
         rows = contributions(cur, frozenset({"H100-80GB"}), "on_demand", "1h", bucket, "SXM")
-    return {r["provider"]: (r["price_per_gpu_hour"], r["offer_id"]) for r in rows}
+    return {r["provider"]: (r["value"], r["offer_id"]) for r in rows}
 
 
 def test_a_resale_counts_while_its_seller_is_not_collected_directly(warehouse):

@@ -5,6 +5,7 @@ import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
@@ -17,6 +18,7 @@ from api.rest.schemas import HealthOut, ProviderFreshnessOut, ReadyOut
 from warehouse import Warehouse, WarehouseError
 
 router = APIRouter(tags=["health"])
+T = TypeVar("T")
 
 
 DATABASE_CHECK_TTL_S = 1.0
@@ -24,9 +26,11 @@ DATABASE_CHECK_TTL_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
-class _Checked:
+class _Checked(Generic[T]):
+    """What a check answered, and when (`time.monotonic()`)."""
+
     at: float
-    schema_version: int
+    answer: T
 
 
 DATA_PATH_CHECK_TTL_S = 5.0
@@ -35,12 +39,6 @@ DATA_PATH_PROBE_TIMEOUT_S = 5.0
 """How long `/readyz` waits for that listing: past it the data path counts as unreachable (the
 probe still running is reused by the next request, never a second one alongside)."""
 _PROBE_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True, slots=True)
-class _DataPathChecked:
-    at: float
-    problem: str | None
 
 
 def _probe(warehouse: Warehouse, answer: Future[str | None]) -> None:
@@ -56,9 +54,9 @@ def _data_path_problem(request: Request, warehouse: Warehouse) -> str | None:
     if warehouse.lake is None:
         return None
     state = request.app.state
-    checked: _DataPathChecked | None = getattr(state, "data_path_checked", None)
+    checked: _Checked[str | None] | None = getattr(state, "data_path_checked", None)
     if checked is not None and time.monotonic() - checked.at < DATA_PATH_CHECK_TTL_S:
-        return checked.problem
+        return checked.answer
     with _PROBE_LOCK:
         pending: Future[str | None] | None = getattr(state, "data_path_probe", None)
         if pending is None or pending.done():
@@ -74,7 +72,7 @@ def _data_path_problem(request: Request, warehouse: Warehouse) -> str | None:
             f"the lake's data path {warehouse.lake.data_path} did not answer a listing within "
             f"{DATA_PATH_PROBE_TIMEOUT_S:g} s"
         )
-    state.data_path_checked = _DataPathChecked(time.monotonic(), problem)
+    state.data_path_checked = _Checked(time.monotonic(), problem)
     return problem
 
 
@@ -87,11 +85,11 @@ def _data_path_problem(request: Request, warehouse: Warehouse) -> str | None:
 async def healthz(request: Request, warehouse: WarehouseDep, settings: SettingsDep) -> HealthOut:
     """The database read (in a worker thread) at most once a second; in between, the event loop
     answers alone, so a busy server still answers its liveness probe at once."""
-    checked: _Checked | None = getattr(request.app.state, "database_checked", None)
+    checked: _Checked[int] | None = getattr(request.app.state, "database_checked", None)
     if checked is None or time.monotonic() - checked.at >= DATABASE_CHECK_TTL_S:
         checked = _Checked(time.monotonic(), await run_in_threadpool(warehouse.schema_version))
         request.app.state.database_checked = checked
-    return HealthOut(status="ok", schema_version=checked.schema_version, demo=settings.demo)
+    return HealthOut(status="ok", schema_version=checked.answer, demo=settings.demo)
 
 
 @router.get(

@@ -28,22 +28,14 @@ def list_providers(
     """Last run, last success, status, offers in the snapshot served, last error, next run, and
     the quality of the newest run (health, resolved share, unknown GPU names, drift); `demo` when
     the data is the recorded demo (`gpuprices demo`)."""
-    health = provider_health(warehouse)
+    health = provider_health(warehouse)  # its observed_at and offer_count give way to f's
     return ProvidersPage(
         providers=[
-            ProviderHealthOut.model_validate(
-                {**asdict(f), **_health_fields(health.get(f.provider))}
-            )
+            ProviderHealthOut.model_validate({**health.get(f.provider, {}), **asdict(f)})
             for f in freshness
         ],
         demo=settings.demo,
     )
-
-
-def _health_fields(run: dict[str, object] | None) -> dict[str, object]:
-    if run is None:
-        return {}
-    return {k: run[k] for k in ("health", "resolved_share", "unknown_names", "drift", "reasons")}
 
 
 class QualityQuery(QueryModel):
