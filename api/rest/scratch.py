@@ -22,16 +22,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LEGACY_MAX_AGE_S", "ScratchSpace", "uploads_root"]
+__all__ = ["ScratchSpace", "uploads_root"]
 
 logger = logging.getLogger(__name__)
 
 OWNER_FILE = ".owner"
-LEGACY_PREFIX = "gpuprices-replay-"
-LEGACY_MAX_AGE_S = 24 * 3600
-"""`gpuprices-replay-*` directories of releases before this one (straight under the temporary
-directory, with no owner lock) are removed once older than this: no upload lasts a day."""
-
 UNLOCKED_GRACE_S = 60.0
 """A directory with no owner file yet is another process's, starting, for this long."""
 
@@ -61,24 +56,11 @@ def _owner_gone(directory: Path) -> bool:
 
 
 def _sweep(root: Path) -> int:
-    """Remove what dead processes left under `root` (and old legacy directories): how many."""
+    """Remove what dead processes left under `root`: how many."""
     removed = 0
     for directory in sorted(root.iterdir()):
         if directory.is_dir() and not directory.is_symlink() and _owner_gone(directory):
             shutil.rmtree(directory, ignore_errors=True)
-            removed += 1
-    now = time.time()
-    for legacy in root.parent.glob(f"{LEGACY_PREFIX}*"):
-        try:
-            info = legacy.lstat()
-        except FileNotFoundError:
-            continue
-        if (
-            legacy.is_dir()
-            and info.st_uid == os.getuid()
-            and now - info.st_mtime > LEGACY_MAX_AGE_S
-        ):
-            shutil.rmtree(legacy, ignore_errors=True)
             removed += 1
     return removed
 

@@ -8,14 +8,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
-from api.rest.scratch import LEGACY_MAX_AGE_S, uploads_root
+from api.rest.scratch import uploads_root
 from pipeline.settings import Settings
 from tests.conftest import FIXTURES, LOOPBACK_URL
 
@@ -72,17 +71,6 @@ def test_what_a_killed_server_left_is_removed_at_start_up_and_a_live_ones_is_kep
         killed.stdout.close()
         alive.stdout.close()
     assert list(uploads_root().iterdir()) == [held]  # the app's own: removed at its clean stop
-
-
-def test_old_replay_directories_of_earlier_releases_are_removed(tmp_dir, db_path):
-    old, recent = tmp_dir / "gpuprices-replay-old1", tmp_dir / "gpuprices-replay-new1"
-    for folder in (old, recent):
-        folder.mkdir()
-        (folder / "vastai.body").write_bytes(b"{}")
-    stale = time.time() - LEGACY_MAX_AGE_S - 60
-    os.utime(old, (stale, stale))
-    _start_once(db_path)
-    assert not old.exists() and recent.exists()
 
 
 def test_an_upload_is_written_under_the_process_directory_and_removed_after(
