@@ -44,7 +44,7 @@ MAX_HOST_UNITS = 1e6
 """Highest vCPU, RAM or disk bound accepted (GB or vCPUs)."""
 
 Compare = Literal["<=", ">=", "=", "is", "in", "contains", "required", "unless", "named"]
-_SQL_OPERATORS = {"<=": "<=", ">=": ">=", "=": "="}
+_SQL_OPERATORS = {"<=": "<=", ">=": ">=", "=": "=", "is": "="}
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,9 +155,6 @@ def sql_condition(f: Filter, value: Any, params: list[Any]) -> str:
     if f.compare in _SQL_OPERATORS:
         params.append(value)
         return f"{f.column} {_SQL_OPERATORS[f.compare]} ?"
-    if f.compare == "is":
-        params.append(value)
-        return f"{f.column} = ?"
     if f.compare == "in":
         params.append(sorted(value))
         return f"{f.column} IN (SELECT unnest(?))"
