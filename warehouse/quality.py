@@ -20,7 +20,6 @@ __all__ = [
     "latest_quality",
     "outliers_of_runs",
     "quality_runs",
-    "recent_quality",
     "reject_reasons_of_runs",
     "unknown_gpus_of_runs",
 ]
@@ -142,7 +141,7 @@ def quality_runs(
     cur: duckdb.DuckDBPyConnection, provider: str | None, since: datetime | None, limit: int
 ) -> list[dict[str, Any]]:
     """Runs observed at or after `since` (None: ever), newest first, at most `limit` per
-    provider."""
+    provider (a new run is judged by its provider's newest)."""
     return dict_rows(
         cur,
         """
@@ -192,14 +191,3 @@ def reject_reasons_of_runs(
 def outliers_of_runs(cur: duckdb.DuckDBPyConnection, run_ids: list[str]) -> list[dict[str, Any]]:
     columns = "* EXCLUDE (observed_at)"
     return _of_runs(cur, columns, "price_outliers", "provider, side, price_per_gpu_hour", run_ids)
-
-
-def recent_quality(
-    cur: duckdb.DuckDBPyConnection, provider: str, limit: int
-) -> list[dict[str, Any]]:
-    """The provider's newest `limit` run qualities, newest first (what a new run is judged by)."""
-    return dict_rows(
-        cur,
-        "SELECT * FROM run_quality WHERE provider = ? ORDER BY observed_at DESC LIMIT ?",
-        [provider, limit],
-    )

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from pipeline.settings import QualityBounds
 from scrapers.models import ParseResult
 from warehouse import Warehouse
-from warehouse.quality import QualityRow, recent_quality
+from warehouse.quality import QualityRow, quality_runs
 
 __all__ = [
     "QualityBounds",
@@ -140,7 +140,7 @@ def assess(
 ) -> RunQuality:
     """This run's quality, judged against the provider's stored runs (read, not written)."""
     with warehouse.cursor() as cur:
-        history = recent_quality(cur, provider, HISTORY_RUNS)
+        history = quality_runs(cur, provider, None, HISTORY_RUNS)
     table = result.table if result is not None else None
     offers = table.num_rows if table is not None else 0
     unknowns = _unknowns(table) if table is not None else []
