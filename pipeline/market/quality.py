@@ -20,8 +20,8 @@ MAX_RUNS = 50
 Health = Literal["ok", "degraded", "failing", "not_configured"]
 
 
-def _json_list(text: str | None) -> list[str] | None:
-    return None if text is None else list(orjson.loads(text))
+def _json_list(text: str | None) -> list[str]:
+    return [] if text is None else list(orjson.loads(text))
 
 
 def health_of(run: dict[str, Any]) -> Health:
@@ -34,24 +34,22 @@ def health_of(run: dict[str, Any]) -> Health:
     return "failing" if run["state"] == "failed" else "ok"
 
 
+_AS_STORED = ("run_id", "observed_at", "state", "offer_count", "resolved_count", "reject_count",
+              "unknown_names")  # fmt: skip
+"""The figures of a run shown as `run_quality` stores them."""
+
+
 def _run_out(run: dict[str, Any]) -> dict[str, Any]:
     added, missing = _json_list(run["fields_added"]), _json_list(run["fields_missing"])
+    offers = run["offer_count"]
     return {
-        "run_id": run["run_id"],
-        "observed_at": run["observed_at"],
-        "state": run["state"],
+        **{name: run[name] for name in _AS_STORED},
         "health": health_of(run),
-        "offer_count": run["offer_count"],
-        "resolved_count": run["resolved_count"],
-        "resolved_share": run["resolved_count"] / run["offer_count"]
-        if run["offer_count"]
-        else None,
-        "reject_count": run["reject_count"],
-        "unknown_names": run["unknown_names"],
-        "fields_added": added or [],
-        "fields_missing": missing or [],
-        "drift": len(added or []) + len(missing or []),
-        "reasons": _json_list(run["reasons"]) or [],
+        "resolved_share": run["resolved_count"] / offers if offers else None,
+        "fields_added": added,
+        "fields_missing": missing,
+        "drift": len(added) + len(missing),
+        "reasons": _json_list(run["reasons"]),
     }
 
 
