@@ -99,30 +99,22 @@ class Warehouse:
         `ducklake:postgres:` URL with its `data_path`.
         """
         target = path if isinstance(path, LakeTarget) else parse_target(path, data_path)
-        if isinstance(target, LakeTarget):
-            return cls._open_lake(target, read_only=read_only)
+        lake = target if isinstance(target, LakeTarget) else None
         name = str(target)
-        if name != ":memory:" and not read_only:
+        if lake is not None:
+            if not lake.data_path.startswith(_lake.REMOTE_SCHEMES):
+                Path(lake.data_path).mkdir(parents=True, exist_ok=True)
+        elif name != ":memory:" and not read_only:
             Path(name).parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = duckdb.connect(name, read_only=read_only)
-            conn.execute("SET TimeZone = 'UTC'")
+            if lake is not None:
+                conn = _lake.connect_lake(lake)
+            else:
+                conn = duckdb.connect(name, read_only=read_only)
+                conn.execute("SET TimeZone = 'UTC'")
         except duckdb.Error as exc:
             raise translate_error(exc, name) from exc
-        warehouse = cls(conn, name)
-        if not read_only:
-            warehouse.migrate()
-        return warehouse
-
-    @classmethod
-    def _open_lake(cls, target: LakeTarget, *, read_only: bool) -> Warehouse:
-        if not target.data_path.startswith(_lake.REMOTE_SCHEMES):
-            Path(target.data_path).mkdir(parents=True, exist_ok=True)
-        try:
-            conn = _lake.connect_lake(target)
-        except duckdb.Error as exc:
-            raise translate_error(exc, str(target)) from exc
-        warehouse = cls(conn, str(target), target)
+        warehouse = cls(conn, name, lake)
         if not read_only:
             warehouse.migrate()
         return warehouse
