@@ -23,14 +23,13 @@ pool's work), at most `DEFAULT_MAX_CONNECTIONS`: sized to the machine it runs on
 from __future__ import annotations
 
 import asyncio
-import json
 import resource
 import time
 from typing import Any
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-from api.rest.problems import PROBLEM_MEDIA_TYPE
+from api.rest.problems import PROBLEM_MEDIA_TYPE, problem_response
 from pipeline.settings import Settings
 
 __all__ = [
@@ -56,22 +55,17 @@ _HEAD_ENDS = (b"\r\n\r\n", b"\n\n")
 
 
 def _head_too_large_answer() -> bytes:
-    body = json.dumps(
-        {
-            "type": "about:blank",
-            "title": "Request Header Fields Too Large",
-            "status": 431,
-            "detail": f"The request head (request line and headers) is over "
-            f"{MAX_HEADER_BYTES // 1024} KiB ({MAX_HEADER_BYTES} bytes): send a shorter URL "
-            "and fewer or shorter headers",
-        }
-    ).encode()
+    body = problem_response(
+        431,
+        f"The request head (request line and headers) is over {MAX_HEADER_BYTES // 1024} KiB "
+        f"({MAX_HEADER_BYTES} bytes): send a shorter URL and fewer or shorter headers",
+    ).body
     head = (
         "HTTP/1.1 431 Request Header Fields Too Large\r\n"
         f"content-type: {PROBLEM_MEDIA_TYPE}\r\ncontent-length: {len(body)}\r\n"
         "connection: close\r\n\r\n"
     )
-    return head.encode("latin-1") + body
+    return head.encode("latin-1") + bytes(body)
 
 
 def max_connections(settings: Settings) -> int:
