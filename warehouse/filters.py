@@ -27,9 +27,6 @@ __all__ = [
     "FILTERS",
     "MAX_GPUS",
     "MAX_HOST_UNITS",
-    "MAX_PRICE_USD",
-    "MAX_VRAM_GB",
-    "Compare",
     "Filter",
     "sql_condition",
 ]

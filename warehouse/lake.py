@@ -36,7 +36,6 @@ from warehouse.target import LakeTarget, redacted
 __all__ = [
     "LAKE_ALIAS",
     "REMOTE_SCHEMES",
-    "attach_lake",
     "cluster_lock",
     "connect_lake",
     "data_path_problem",

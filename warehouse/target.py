@@ -15,9 +15,7 @@ from pathlib import Path
 from warehouse.errors import WarehouseError
 
 __all__ = [
-    "EMBEDDED_SCHEME",
     "EXPIRE_SNAPSHOTS_AFTER",
-    "LAKE_SCHEME",
     "LakeTarget",
     "Target",
     "parse_target",

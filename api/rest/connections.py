@@ -33,7 +33,6 @@ from api.rest.problems import PROBLEM_MEDIA_TYPE, problem_response
 from pipeline.settings import Settings
 
 __all__ = [
-    "DEFAULT_MAX_CONNECTIONS",
     "MAX_HEADER_BYTES",
     "RESERVED_FILES",
     "guarded_protocol",

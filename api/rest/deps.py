@@ -27,7 +27,6 @@ __all__ = [
     "ClockDep",
     "CollectorDep",
     "FreshnessDep",
-    "HEAVY_WORKERS",
     "ModelHubDep",
     "OfferServerDep",
     "OffloadDep",

@@ -18,7 +18,6 @@ from api.rest.problems import problem_response
 
 __all__ = [
     "BODY_LIMITS_BYTES",
-    "GIL_SWITCH_INTERVAL_S",
     "DEFAULT_BODY_LIMIT_BYTES",
     "BodyLimitMiddleware",
     "HeadAsGetMiddleware",

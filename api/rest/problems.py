@@ -28,7 +28,6 @@ from warehouse import DatabaseLockedError, WarehouseError
 
 __all__ = [
     "PROBLEM_MEDIA_TYPE",
-    "FieldError",
     "Problem",
     "install_problem_handlers",
     "problem_detail",

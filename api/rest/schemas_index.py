@@ -13,13 +13,8 @@ from pipeline.workload.quotes import HistoryKey, history_key, quote_history
 from pipeline.workload.ranking import Quote
 
 __all__ = [
-    "BelowOut",
-    "ContributionOut",
-    "ExcludedOut",
     "IndexExplainOut",
     "IndexOut",
-    "IndexPointOut",
-    "IndexSeriesOut",
     "MarketOut",
     "QuoteHistoryOut",
     "quote_history_out",

@@ -6,8 +6,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-__all__ = ["FlaggedOfferOut", "ProviderQualityOut", "RejectReasonOut", "RunQualityOut",
-           "UnknownSpellingOut"]  # fmt: skip
+__all__ = ["ProviderQualityOut"]
 
 
 class UnknownSpellingOut(BaseModel):

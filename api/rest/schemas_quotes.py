@@ -26,17 +26,12 @@ from pipeline.workload.ranking import Quote
 
 __all__ = [
     "ArchitectureOut",
-    "FitOut",
     "HardwareOut",
-    "MemoryOut",
     "QuoteIn",
     "QuoteOut",
     "QuotesOut",
-    "SkippedOut",
     "TaskIn",
-    "WorkloadOut",
     "WorkloadQuery",
-    "bounded_json",
     "hardware_out",
     "quotes_out",
 ]

@@ -36,7 +36,6 @@ __all__ = [
     "explain_index",
     "export_index",
     "index_change",
-    "index_filters",
     "index_series",
     "latest_index_values",
     "one_gpu",
