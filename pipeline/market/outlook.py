@@ -56,6 +56,9 @@ SAME_PRICE_USD = 1e-9
 """Prices closer than this are the same price (float noise from averaging, never a movement)."""
 
 Movement = Literal["none", "moved"]
+_QUANTILES = {"min": 0.0, "p10": 0.1, "p25": 0.25, "median": 0.5, "p75": 0.75, "p90": 0.9,
+              "max": 1.0}  # fmt: skip
+"""The figures of the daily values `/market` shows, each the quantile it is."""
 
 
 def _prices(value: Any) -> tuple[float, ...]:
@@ -147,13 +150,7 @@ def market_outlook(
         observed_hours = wi.hours_with_snapshots(cur, since, until)
     values = sorted(v for _, v in daily)
     latest = hourly[-1][1] if hourly else None
-    stats: dict[str, float | None] = dict.fromkeys(
-        ("min", "p10", "p25", "median", "p75", "p90", "max")
-    )
-    if values:
-        for name, q in (("min", 0.0), ("p10", 0.1), ("p25", 0.25), ("median", 0.5),
-                        ("p75", 0.75), ("p90", 0.9), ("max", 1.0)):  # fmt: skip
-            stats[name] = quantile(values, q)
+    stats = {name: quantile(values, q) if values else None for name, q in _QUANTILES.items()}
     prices = query.below or tuple(
         sorted({round(v, PRICE_DECIMALS) for k in ("p10", "median", "p90") if (v := stats[k])})
     )
