@@ -4,12 +4,7 @@ run, named queries."""
 from __future__ import annotations
 
 from warehouse.db import Warehouse
-from warehouse.errors import (
-    DatabaseLockedError,
-    MigrationError,
-    MissingExtraError,
-    WarehouseError,
-)
+from warehouse.errors import DatabaseLockedError, MissingExtraError, WarehouseError
 from warehouse.offers import OfferFilters
 from warehouse.queries import RunRow
 from warehouse.target import LakeTarget, parse_target
@@ -17,7 +12,6 @@ from warehouse.target import LakeTarget, parse_target
 __all__ = [
     "DatabaseLockedError",
     "LakeTarget",
-    "MigrationError",
     "MissingExtraError",
     "OfferFilters",
     "RunRow",
