@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from api.rest.schemas_quotes import ArchitectureOut
 from pipeline.workload.architectures import KnownModel, catalog
+from pipeline.workload.quotes import dense_shape
 
 __all__ = ["ExpertsOut", "ModelOut", "ModelsPage", "model_out", "models_page"]
 
@@ -92,14 +93,7 @@ def model_out(model: KnownModel) -> ModelOut:
         published_active_b=model.published_active_b,
         published_active_counts=model.published_active_counts,
         vision_params_b=model.vision_params_b,
-        hidden_size=round(a.hidden),
-        num_hidden_layers=a.layers,
-        intermediate_size=round(a.intermediate),
-        vocab_size=a.vocab,
-        num_attention_heads=a.heads,
-        num_key_value_heads=a.kv_heads,
-        tie_word_embeddings=a.tied_embeddings,
-        source=a.source,
+        **dense_shape(a),
     )
 
 

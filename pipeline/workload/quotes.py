@@ -14,6 +14,7 @@ from pipeline.market.history import HistoryQuery, price_history
 from pipeline.market.offers import OfferQuery, current_offers
 from pipeline.market.outlook import movement_of, percentile_of, quantile
 from pipeline.market.scope import PLACE_SCOPE, OfferScope
+from pipeline.workload.architectures import Architecture
 from pipeline.workload.fit import (
     Fit,
     gpu_type,
@@ -37,6 +38,7 @@ __all__ = [
     "QuoteRequest",
     "QuoteResult",
     "check_hardware",
+    "dense_shape",
     "describe_workload",
     "history_key",
     "quote_history",
@@ -284,6 +286,21 @@ def check_hardware(
     )
 
 
+def dense_shape(a: Architecture) -> dict[str, Any]:
+    """A model's dense shape under its config.json names, as the answers' `architecture` shows it
+    (the quotes' workload, and each model of `/models`)."""
+    return {
+        "hidden_size": round(a.hidden),
+        "num_hidden_layers": a.layers,
+        "intermediate_size": round(a.intermediate),
+        "vocab_size": a.vocab,
+        "num_attention_heads": a.heads,
+        "num_key_value_heads": a.kv_heads,
+        "tie_word_embeddings": a.tied_embeddings,
+        "source": a.source,
+    }
+
+
 def describe_workload(w: Workload) -> dict[str, Any]:
     """The normalized workload, as the API and `--format json` print it."""
     a = w.arch
@@ -307,14 +324,7 @@ def describe_workload(w: Workload) -> dict[str, Any]:
         "experts_bits": w.experts_bits if w.method == "qlora" and a.is_moe else None,
         "layout": w.layout,
         "architecture": {
-            "hidden_size": round(a.hidden),
-            "num_hidden_layers": a.layers,
-            "intermediate_size": round(a.intermediate),
-            "vocab_size": a.vocab,
-            "num_attention_heads": a.heads,
-            "num_key_value_heads": a.kv_heads,
-            "tie_word_embeddings": a.tied_embeddings,
-            "source": a.source,
+            **dense_shape(a),
             "head_dim": round(a.head_dim) if a.head_dim else None,
             "num_experts": a.experts if a.is_moe else 0,
             "num_experts_per_tok": a.experts_per_token if a.is_moe else 0,
