@@ -37,13 +37,7 @@ class ResolveQuery(QueryModel):
 @router.get("/resolve", response_model=ResolveOut, summary="How a GPU name resolves")
 def resolve(query: Annotated[ResolveQuery, Query()]) -> ResolveOut:
     resolution, matches = resolve_gpu(query.name, vram_gb=query.vram_gb)
-    return ResolveOut(
-        name=query.name,
-        gpu=resolution.gpu,
-        form_factor=resolution.form_factor,
-        vram_gb=resolution.vram_gb,
-        matches=sorted(matches),
-    )
+    return ResolveOut(name=query.name, **asdict(resolution), matches=sorted(matches))
 
 
 @router.get(
