@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import duckdb
+
+from warehouse.db import insert_row
 
 __all__ = [
     "AttemptRow",
@@ -109,19 +111,8 @@ def _rows(cursor: duckdb.DuckDBPyConnection, kind: type[Row]) -> list[Row]:
     return [kind(**dict(zip(columns, row, strict=True))) for row in cursor.fetchall()]
 
 
-def _insert(
-    conn: duckdb.DuckDBPyConnection, table: str, row: Any, kind: type | None = None
-) -> None:
-    """`row` as the columns of `kind` (its own type unless a subclass carries more), by name."""
-    names = [f.name for f in fields(kind or type(row))]
-    conn.execute(
-        f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-        [getattr(row, name) for name in names],
-    )
-
-
 def insert_rule(conn: duckdb.DuckDBPyConnection, rule: RuleRow) -> None:
-    _insert(conn, "alert_rules", rule)
+    insert_row(conn, "alert_rules", rule)
 
 
 def list_rules(
@@ -201,11 +192,11 @@ def rule_states(conn: duckdb.DuckDBPyConnection) -> dict[str, StateRow]:
 
 def save_state(conn: duckdb.DuckDBPyConnection, state: StateRow) -> None:
     conn.execute("DELETE FROM alert_state WHERE rule_id = ?", [state.rule_id])
-    _insert(conn, "alert_state", state)
+    insert_row(conn, "alert_state", state)
 
 
 def insert_delivery(conn: duckdb.DuckDBPyConnection, delivery: DeliveryRow) -> None:
-    _insert(conn, "alert_deliveries", delivery)
+    insert_row(conn, "alert_deliveries", delivery)
 
 
 def count_sent_since(
@@ -282,7 +273,7 @@ def record_attempt(
     finished_at: datetime | None,
 ) -> None:
     """Log one attempt and move its delivery on (to a retry time, or to a final state)."""
-    _insert(conn, "alert_attempts", attempt, AttemptRow)
+    insert_row(conn, "alert_attempts", attempt, AttemptRow)
     conn.execute(
         """
         UPDATE alert_deliveries

@@ -8,6 +8,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from dataclasses import fields
 from datetime import UTC, datetime, timedelta
 from importlib import resources
 from pathlib import Path
@@ -21,7 +22,7 @@ from warehouse.errors import DatabaseLockedError, MigrationError, WarehouseError
 from warehouse.lake_s3 import s3_reason
 from warehouse.target import LakeTarget, Target, parse_target, redacted
 
-__all__ = ["Warehouse", "dict_rows", "translate_error"]
+__all__ = ["Warehouse", "dict_rows", "insert_row", "translate_error"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,18 @@ def dict_rows(
     cursor = conn.execute(sql, params or [])
     columns = [d[0] for d in cursor.description]
     return [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()]
+
+
+def insert_row(
+    conn: duckdb.DuckDBPyConnection, table: str, row: Any, kind: type | None = None
+) -> None:
+    """`row` (a dataclass) into `table`, each field of `kind` (its own type unless a subclass
+    carries more) to the column of its name."""
+    names = [f.name for f in fields(kind or type(row))]
+    conn.execute(
+        f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+        [getattr(row, name) for name in names],
+    )
 
 
 def _migrations() -> list[tuple[int, str, str]]:

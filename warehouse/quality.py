@@ -10,7 +10,7 @@ from typing import Any
 
 import duckdb
 
-from warehouse.db import dict_rows
+from warehouse.db import dict_rows, insert_row
 
 __all__ = [
     "OutlierBounds",
@@ -51,9 +51,6 @@ class QualityRow:
     reasons: str | None
 
 
-_COLUMNS = tuple(QualityRow.__dataclass_fields__)
-
-
 def insert_quality(
     conn: duckdb.DuckDBPyConnection,
     row: QualityRow,
@@ -62,11 +59,7 @@ def insert_quality(
 ) -> None:
     """One run's quality row, its unknown spellings (name, offers, example offer_id) and its
     reject reasons (reason, records)."""
-    marks = ", ".join("?" for _ in _COLUMNS)
-    conn.execute(
-        f"INSERT INTO run_quality ({', '.join(_COLUMNS)}) VALUES ({marks})",
-        [getattr(row, name) for name in _COLUMNS],
-    )
+    insert_row(conn, "run_quality", row)
     if unknowns:
         conn.executemany(  # a handful of names per run
             "INSERT INTO run_unknown_gpus VALUES (?, ?, ?, ?, ?)",

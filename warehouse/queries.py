@@ -11,7 +11,7 @@ from typing import Any, Literal
 import duckdb
 import pyarrow as pa
 
-from warehouse.db import dict_rows
+from warehouse.db import dict_rows, insert_row
 from warehouse.errors import WarehouseError
 from warehouse.history import NEWEST_GOOD_RUNS
 from warehouse.offers import NEWEST_SNAPSHOT
@@ -64,21 +64,7 @@ def insert_run(
     With `outliers`, the run's price outliers are flagged (warehouse.quality) before the index
     rolls up, so an unconfirmed low outlier never enters it.
     """
-    conn.execute(
-        "INSERT INTO collection_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            run.run_id,
-            run.provider,
-            run.started_at,
-            run.finished_at,
-            run.observed_at,
-            run.status,
-            run.offer_count,
-            run.reject_count,
-            run.error,
-            run.source,
-        ],
-    )
+    insert_row(conn, "collection_runs", run)
     if offers is not None and offers.num_rows:
         batch = offers.append_column("run_id", pa.array([run.run_id] * offers.num_rows))
         conn.register("offer_batch", batch)
