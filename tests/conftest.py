@@ -34,6 +34,39 @@ def fixture_bytes(name: str) -> bytes:
     return (FIXTURES / name).read_bytes()
 
 
+SHARED_DIRECTORIES = ("tests/lake/", "tests/e2e/")
+"""Test folders whose conftest.py starts a costly server for the whole session (a PostgreSQL
+cluster and an S3 server; `gpuprices serve` and Chromium)."""
+
+
+def work_unit(nodeid: str) -> str:
+    """What one `make test` worker runs whole: a shared folder's tests, else a module's (its
+    module-scoped fixtures, a database built once, are then built by one worker only)."""
+    module = nodeid.split("::", 1)[0]
+    return next((folder for folder in SHARED_DIRECTORIES if module.startswith(folder)), module)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: known only when it is installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`--dist loadfile` (make test) hands out `work_unit`s, in the order collected."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkUnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return WorkUnitScheduling(config, log)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `slow` (tens of seconds each) first, the others as collected: with
+    `make test`'s workers (pytest-xdist) none is left running one of them alone at the end.
+    Nothing else depends on the order: every test stands alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "gpuprices.duckdb"
