@@ -141,6 +141,19 @@ def warehouse(db_path: Path, migrated_template: Path) -> Iterator[Warehouse]:
         yield wh
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cli_consoles_follow_each_tests_columns() -> None:
+    """The CLI's rich consoles (module-level, imported by the first command a process runs)
+    keep the width COLUMNS gave when they were made, if it was set: made here with no COLUMNS,
+    they read each test's at every print, whichever test ran a command first."""
+    import importlib
+
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("COLUMNS", raising=False)
+        for module in ("api.cli.common", "api.cli.warehouse"):
+            importlib.import_module(module)
+
+
 @pytest.fixture(autouse=True)
 def _no_provider_keys(monkeypatch: pytest.MonkeyPatch) -> None:
     """Tests never see the developer's real keys or settings."""
