@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import importlib
+import os
 import shutil
 import socket
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings as hypothesis_settings
@@ -58,6 +61,38 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             return work_unit(nodeid)
 
     return WorkUnitScheduling(config, log)
+
+
+TERMINAL_VARIABLES = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: in the run's first process
+def pytest_configure_node(node: Any) -> None:
+    """Each worker is told the terminal variables this process's os.environ holds: pytest
+    imports readline, which sets COLUMNS=80 and LINES in the process's environment behind
+    os.environ's back, and the workers, started after, would inherit them where a run in one
+    process has none."""
+    node.workerinput["terminal_variables"] = {
+        name: os.environ.get(name) for name in TERMINAL_VARIABLES
+    }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A worker's terminal variables as the first process sees them (`pytest_configure_node`);
+    then the CLI's module-level rich consoles are made with no COLUMNS set. Rich keeps the
+    width COLUMNS gives when a console is made: made by the first command a test runs (the CLI
+    imports a command's modules when it runs it) under that test's COLUMNS, they would keep its
+    width for every later test; made here, they read each test's COLUMNS at every print."""
+    workerinput = getattr(config, "workerinput", {})
+    for name, value in workerinput.get("terminal_variables", {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("COLUMNS", raising=False)
+        for module in ("api.cli.common", "api.cli.warehouse"):
+            importlib.import_module(module)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -139,19 +174,6 @@ def warehouse(db_path: Path, migrated_template: Path) -> Iterator[Warehouse]:
     """A new, migrated database of the test's own."""
     with open_copy(migrated_template, db_path) as wh:
         yield wh
-
-
-@pytest.fixture(autouse=True, scope="session")
-def _cli_consoles_follow_each_tests_columns() -> None:
-    """The CLI's rich consoles (module-level, imported by the first command a process runs)
-    keep the width COLUMNS gave when they were made, if it was set: made here with no COLUMNS,
-    they read each test's at every print, whichever test ran a command first."""
-    import importlib
-
-    with pytest.MonkeyPatch.context() as env:
-        env.delenv("COLUMNS", raising=False)
-        for module in ("api.cli.common", "api.cli.warehouse"):
-            importlib.import_module(module)
 
 
 @pytest.fixture(autouse=True)
