@@ -9,6 +9,7 @@ RUN_STAMP := $(VENV)/.installed-run
 BENCH_STAMP := $(VENV)/.bench-installed
 BENCH_RESULTS := $(VENV)/bench-results.jsonl
 CHROMIUM := /usr/bin/chromium
+PYTEST_WORKERS ?= logical
 
 .PHONY: run demo test lint bench clean browser docs check-run-install
 
@@ -45,6 +46,11 @@ browser:
 # Likewise PostgreSQL (Debian's `postgresql`) for tests/lake, which start a throwaway cluster;
 # without it they skip locally and fail in CI. Their S3-compatible server (moto's) comes with the
 # dev extra and is started by the tests themselves on 127.0.0.1.
+# The tests run on one pytest-xdist worker per core (PYTEST_WORKERS=0: in this process alone);
+# tests sharing a costly fixture go to one worker, the slow ones start first (tests/conftest.py).
+# SkyPilot's and dstack's venvs (the tests read our task files with them) are built on the
+# first run and kept: in $XDG_CACHE_HOME/gpuprices/launchers (shared by every clone) when set,
+# else in .cache/launchers (tests/launcher_venvs.py).
 test: $(STAMP)
 	@if [ ! -x $(CHROMIUM) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    $(MAKE) --no-print-directory browser || echo "no Chromium: tests/e2e will be skipped"; \
@@ -54,7 +60,7 @@ test: $(STAMP)
 	fi
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # What `make run`, `make demo` and the image import is installed by the run install alone: a
 # throwaway venv with only `pip install '.[lake]'` imports every module, answers every command's

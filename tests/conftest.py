@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import importlib
+import os
 import shutil
 import socket
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import settings as hypothesis_settings
@@ -32,6 +35,71 @@ def free_port() -> int:
 
 def fixture_bytes(name: str) -> bytes:
     return (FIXTURES / name).read_bytes()
+
+
+SHARED_DIRECTORIES = ("tests/lake/", "tests/e2e/")
+"""Test folders whose conftest.py starts a costly server for the whole session (a PostgreSQL
+cluster and an S3 server; `gpuprices serve` and Chromium)."""
+
+
+def work_unit(nodeid: str) -> str:
+    """What one `make test` worker runs whole: a shared folder's tests, else a module's (its
+    module-scoped fixtures, a database built once, are then built by one worker only)."""
+    module = nodeid.split("::", 1)[0]
+    return next((folder for folder in SHARED_DIRECTORIES if module.startswith(folder)), module)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: known only when it is installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`--dist loadfile` (make test) hands out `work_unit`s, in the order collected."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkUnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return WorkUnitScheduling(config, log)
+
+
+TERMINAL_VARIABLES = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: in the run's first process
+def pytest_configure_node(node: Any) -> None:
+    """Each worker is told the terminal variables this process's os.environ holds: pytest
+    imports readline, which sets COLUMNS=80 and LINES in the process's environment behind
+    os.environ's back, and the workers, started after, would inherit them where a run in one
+    process has none."""
+    node.workerinput["terminal_variables"] = {
+        name: os.environ.get(name) for name in TERMINAL_VARIABLES
+    }
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A worker's terminal variables as the first process sees them (`pytest_configure_node`);
+    then the CLI's module-level rich consoles are made with no COLUMNS set. Rich keeps the
+    width COLUMNS gives when a console is made: made by the first command a test runs (the CLI
+    imports a command's modules when it runs it) under that test's COLUMNS, they would keep its
+    width for every later test; made here, they read each test's COLUMNS at every print."""
+    workerinput = getattr(config, "workerinput", {})
+    for name, value in workerinput.get("terminal_variables", {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    with pytest.MonkeyPatch.context() as env:
+        env.delenv("COLUMNS", raising=False)
+        for module in ("api.cli.common", "api.cli.warehouse"):
+            importlib.import_module(module)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `slow` (tens of seconds each) first, the others as collected: with
+    `make test`'s workers (pytest-xdist) none is left running one of them alone at the end.
+    Nothing else depends on the order: every test stands alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture

@@ -129,6 +129,7 @@ def demo(tmp_path_factory, hub) -> Iterator[tuple[Path, str]]:
             process.wait()
 
 
+@pytest.mark.slow
 def test_every_tour_command_exits_0_beside_the_demo(demo, hub):
     folder, url = demo
     env = {

@@ -111,8 +111,11 @@ def base_url(seeded_db: Path) -> Iterator[str]:
             process.wait()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[object]:
+    """Chromium, for these tests only: Playwright's sync API runs an event loop on the main
+    thread while it is open, and a later test calling `asyncio.run` or `anyio.run` there would
+    be refused ("already running"), so it closes once the last e2e test is done."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

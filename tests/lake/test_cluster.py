@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
+import pytest
 from fastapi.testclient import TestClient
 
 from api.app import create_app
@@ -64,6 +65,7 @@ def embedded_offers(tmp_path: Path) -> list[dict]:
         return same_offers(client.get("/offers", params=ALL).json())
 
 
+@pytest.mark.slow
 def test_two_collectors_and_two_api_replicas_started_at_once_on_an_empty_lake(
     each_lake, tmp_path: Path
 ):

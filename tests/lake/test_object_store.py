@@ -116,6 +116,7 @@ def test_wrong_credentials_are_one_clear_error_that_never_shows_a_secret(
         assert secret not in everything
 
 
+@pytest.mark.slow
 def test_two_days_of_runs_and_retention_passes_leave_only_objects_the_catalog_references(
     s3_lake, store
 ):

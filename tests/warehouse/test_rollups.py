@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from tests.api.rest.routes.test_index import replay, vastai_body
+from tests.conftest import module_template, open_copy
 from warehouse import OfferFilters
 from warehouse.history import HistoryFilters, history_sql
 from warehouse.rollups import rebuild_rollups
@@ -22,12 +23,21 @@ TIMES_AND_FACTORS = [
 ]
 
 
-@pytest.fixture
-def ingested(warehouse, tmp_path):
+def ingest(warehouse, folder):
     for at, factor in TIMES_AND_FACTORS:
-        replay(warehouse, tmp_path, "vastai", at, vastai_body(h100=True, factor=factor))
-        replay(warehouse, tmp_path, "lambda", at)
-    return warehouse
+        replay(warehouse, folder, "vastai", at, vastai_body(h100=True, factor=factor))
+        replay(warehouse, folder, "lambda", at)
+
+
+ingested_template = module_template(ingest)
+"""`ingest`'s database, built once for the module."""
+
+
+@pytest.fixture
+def ingested(ingested_template, db_path):
+    """The replays ingested, in a database of the test's own at `db_path`."""
+    with open_copy(ingested_template, db_path) as wh:
+        yield wh
 
 
 def rows(warehouse, sql: str, params=()) -> list[tuple]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from datetime import UTC, date, datetime, timedelta
 
+import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
@@ -46,6 +47,7 @@ def test_demo_prices_walk_from_the_recording_seeded_and_bounded():
     assert walk != [demo_price_factor("runpod", "spot", h) for h in range(49)]
 
 
+@pytest.mark.slow
 def test_the_demo_has_hourly_history_that_moves_ending_now_labelled_as_demo(warehouse, db_path):
     settings = demo_settings(Settings(db=db_path, scheduler=False))
     reports = fill_demo(warehouse, settings, now=lambda: NOW, history=timedelta(hours=24))

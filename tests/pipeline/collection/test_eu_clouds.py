@@ -19,7 +19,7 @@ from pipeline.market.serving import OfferServer
 from pipeline.settings import Settings
 from pipeline.workload.ranking import job_cost_usd, rank_offers
 from scrapers import sources
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, module_template, open_copy
 from tests.pipeline.workload.test_model import QLORA_70B
 
 AT = datetime(2026, 11, 30, 12, tzinfo=UTC)
@@ -49,13 +49,22 @@ def current(warehouse):
             (dict(zip(columns, row, strict=True)) for row in rows)}  # fmt: skip
 
 
-@pytest.fixture
-def collected(warehouse):
+def collect_europeans(warehouse, folder):
     reports = collect(warehouse, ["ecb", *EUROPEANS])
     assert {name: r.status for name, r in reports.items()} == dict.fromkeys(
         ["ecb", *EUROPEANS], "ok"
     )
-    return warehouse
+
+
+europeans = module_template(collect_europeans)
+"""The rate and the European clouds, collected once for the module."""
+
+
+@pytest.fixture
+def collected(europeans, db_path):
+    """The collected rate and European clouds, in a database of the test's own at `db_path`."""
+    with open_copy(europeans, db_path) as wh:
+        yield wh
 
 
 def test_the_rate_source_is_an_ok_run_with_no_offers_and_its_rates_stored(warehouse):
