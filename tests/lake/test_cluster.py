@@ -45,6 +45,15 @@ def comparable(answer: dict) -> dict:
     return answer
 
 
+def _alike(apis: list, path: str, params: dict) -> bool:
+    """Whether both API replicas give the same answer to `path` (each a 200 with rows)."""
+    answers = [httpx.get(f"{api.url}{path}", params=params, timeout=30) for api in apis]
+    assert [a.status_code for a in answers] == [200, 200], answers[0].text
+    one, two = (comparable(a.json()) for a in answers)
+    assert one.get("count", 1) > 0 and one.get("series", [1])
+    return one == two
+
+
 def same_offers(answer: dict) -> list[dict]:
     """An /offers answer's offers without what differs between two collections of the same
     recorded bodies (the run, its time, and so whether it is stale when asked), in one order."""
@@ -164,13 +173,9 @@ def test_two_collectors_and_two_api_replicas_started_at_once_on_an_empty_lake(
                 ("/prices/history", {"gpu": "H100", "since": since, "until": as_of}),
             ]
             for path, params in paths:
-                answers = [
-                    httpx.get(f"{api.url}{path}", params=params, timeout=30) for api in apis
-                ]
-                assert [a.status_code for a in answers] == [200, 200], answers[0].text
-                one, two = (comparable(a.json()) for a in answers)
-                assert one == two
-                assert one.get("count", 1) > 0 and one.get("series", [1])
+                # A replica reads the runs once a second (STATUS_TTL_S): the last run a collector
+                # wrote as it stopped shows on both within that.
+                wait_until(lambda p=path, q=params: _alike(apis, p, q), 10, f"{path} alike on both")
         finally:
             for node in nodes:
                 node.stop(signal.SIGKILL)
