@@ -168,7 +168,8 @@ def _countries() -> tuple[Country, ...]:
 def get_locator() -> Locator:
     """The locator of the registered providers' places (read again only when the registry
     changes). The registry is compared element by element, each provider by identity first:
-    hashing every provider's fields (`_locator`'s key) on each filter cost ~15 µs a request."""
+    `_locator`'s key hashes every field of every provider, too much for each place filter of
+    each request."""
     global _last
     providers = tuple(PROVIDERS.values())
     if _last is None or _last[0] != providers:

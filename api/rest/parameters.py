@@ -9,10 +9,11 @@ does not take with a 422 naming it and the names it takes (`known_names_only`): 
 filter (`gpus=H100`) is never silently ignored.
 
 `/offers` and the offer export, the questions asked most, read theirs with pydantic alone
-(`read_query`: one `model_validate`, about 10 µs) where FastAPI's reading of a query model costs
-about 160 µs a request for `OffersParams`' 27 fields (bench/offers_stages.py, `read`); FastAPI
-still documents the model, its parameters made by FastAPI's own `get_openapi`
-(`documented_query`, the route's `openapi_extra`). Both read a query string alike: a list field
+(`read_query`: one `model_validate`): FastAPI reads a query model field by field, inspecting each
+field's type again on every request, which for `OffersParams`' 27 fields outweighed the rest of
+answering a question (bench/offers_stages.py's `read` stage measures it). FastAPI still documents
+the model, its parameters made by FastAPI's own `get_openapi` (`documented_query`, the route's
+`openapi_extra`). Both read a query string alike: a list field
 takes every value given, any other field the last one; a refusal is FastAPI's 422.
 """
 
@@ -54,6 +55,7 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=BaseModel)
+F = TypeVar("F", bound=Callable[..., Any])
 
 MAX_OFFERS_PAGE = 10_000
 """Most offers one JSON page of `/offers` holds; exports and NDJSON are not capped."""
@@ -132,11 +134,17 @@ def scope_query(model: type[M], honoured: Collection[str], name: str) -> Callabl
     def read(query: BaseModel) -> M:
         return revalidated(model, query)
 
+    return _taking_query(read, params)
+
+
+def _taking_query(function: F, model: type[BaseModel]) -> F:
+    """`function` declaring one parameter, `query: Annotated[model, Query()]`, for FastAPI to
+    read: `model` is made at run time, so no annotation written in the source can name it."""
     parameter = inspect.Parameter(
-        "query", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[params, Query()]
-    )  # FastAPI reads the signature: `params` is made here, no annotation can name it
-    read.__signature__ = inspect.Signature([parameter])  # type: ignore[attr-defined]  # inspect.signature honours __signature__; typeshed omits it
-    return read
+        "query", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[model, Query()]
+    )
+    function.__signature__ = inspect.Signature([parameter])  # type: ignore[attr-defined]  # inspect.signature honours __signature__; typeshed omits it
+    return function
 
 
 def _takes_many(annotation: Any) -> bool:
@@ -169,11 +177,8 @@ def documented_query(model: type[BaseModel]) -> dict[str, Any]:
 
     def endpoint(query: Any) -> None: ...
 
-    parameter = inspect.Parameter(
-        "query", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[model, Query()]
-    )
-    endpoint.__signature__ = inspect.Signature([parameter])  # type: ignore[attr-defined]  # as in scope_query
-    schema = get_openapi(title="", version="", routes=[APIRoute("/", endpoint, methods=["GET"])])
+    route = APIRoute("/", _taking_query(endpoint, model), methods=["GET"])
+    schema = get_openapi(title="", version="", routes=[route])
     components = schema.get("components", {}).get("schemas", {})
 
     def inlined(node: Any) -> Any:
