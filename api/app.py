@@ -119,8 +119,8 @@ def create_app(
     app.add_middleware(
         GZipMiddleware, minimum_size=GZIP_MINIMUM_BYTES, compresslevel=GZIP_LEVEL
     )  # outermost: every answer, errors too; bodies over 128 KiB compressed in a worker thread
-    routers = (
-        quotes, offers, history, index, gpus, providers, regions, metrics, health, alerts,
+    routers = (  # /offers first: the most asked route is matched first
+        offers, quotes, history, index, gpus, providers, regions, metrics, health, alerts,
         collections,
     )  # fmt: skip
     for module in routers:  # each route's query model refuses names it does not take

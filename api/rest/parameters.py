@@ -13,8 +13,10 @@ filter (`gpus=H100`) is never silently ignored.
 field's type again on every request, which for `OffersParams`' 27 fields outweighed the rest of
 answering a question (bench/offers_stages.py's `read` stage measures it). FastAPI still documents
 the model, its parameters made by FastAPI's own `get_openapi` (`documented_query`, the route's
-`openapi_extra`). Both read a query string alike: a list field
-takes every value given, any other field the last one; a refusal is FastAPI's 422.
+`openapi_extra`). `/offers` calls its reader in the route itself rather than as a dependency:
+FastAPI's solving of one more dependency per request cost as much as the validation. Both read a
+query string alike: a list field takes every value given, any other field the last one; a
+refusal is FastAPI's 422.
 """
 
 from __future__ import annotations
@@ -155,8 +157,9 @@ def _takes_many(annotation: Any) -> bool:
 
 
 def read_query(model: type[M]) -> Callable[[Request], Awaitable[M]]:
-    """A dependency reading the query string into `model` with one `model_validate` (see the
-    module docstring); a refusal is a 422 naming the parameter, as FastAPI's."""
+    """A reader of the query string into `model` with one `model_validate` (see the module
+    docstring): a dependency, or called by a route; a refusal is a 422 naming the parameter, as
+    FastAPI's."""
     many = frozenset(
         field.alias or name
         for name, field in model.model_fields.items()

@@ -11,8 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from pipeline.redaction import install_secret_masking
+from pipeline.redaction import MASK, SecretFilter, install_secret_masking
 from pipeline.settings import Settings
 from warehouse import Warehouse
 
@@ -75,6 +77,28 @@ def test_keys_webhook_secrets_and_bearer_values_are_masked_in_messages_args_and_
     text = log.getvalue()
     assert all(secret not in text for secret in SECRETS), text
     assert "RuntimeError: rejected ***" in text and "12 offers, 1.50 USD" in text
+
+
+_FRAGMENTS = st.sampled_from([
+    API_KEY, PASSWORD, "whsec_abc-12", "Bearer tok3n", "bearer\tx", "password = 's3cret'",
+    "PASSWORD=hunter22", "postgresql://gp:pw@db/x", "s3://bucket:key@host", "GET /offers?gpu=A100",
+])  # fmt: skip
+
+
+@given(st.lists(st.one_of(_FRAGMENTS, st.text(max_size=12)), max_size=6))
+def test_masking_leaves_no_secret_and_keeps_a_text_that_holds_none_as_it_is(parts):
+    """A log line with secrets or secret-shaped values spliced anywhere comes out with none of
+    them; a line that can hold none comes out unchanged."""
+    masking = SecretFilter([API_KEY, PASSWORD])
+    text = " ".join(parts)
+    masked = masking.mask(text)
+    assert API_KEY not in masked and PASSWORD not in masked
+    assert "whsec_abc" not in masked and "tok3n" not in masked and ":pw@" not in masked
+    assert "s3cret" not in masked and "hunter22" not in masked
+    shapes = ("whsec_", "bearer", "password", "://", API_KEY.lower(), PASSWORD.lower())
+    if not any(shape in text.lower() for shape in shapes):
+        assert masked == text
+    assert MASK in masked or masked == text
 
 
 def test_installing_twice_masks_once_and_with_the_latest_secrets(log, monkeypatch):

@@ -62,7 +62,8 @@ class ExportParams(OfferQuery):
     _known_names_only = model_validator(mode="wrap")(known_names_only)
 
 
-OffersParamsDep = Annotated[OffersParams, Depends(read_query(OffersParams))]
+_read_offers_query = read_query(OffersParams)
+"""The question of `GET /offers`, read in the route (see `api.rest.parameters`)."""
 OfferQueryDep = Annotated[ExportParams, Depends(read_query(ExportParams))]
 """The question of an export of offers (the route documents it: `documented_query`)."""
 
@@ -74,7 +75,7 @@ OfferQueryDep = Annotated[ExportParams, Depends(read_query(ExportParams))]
     responses={200: {"content": {NDJSON: {"schema": {"type": "string"}}}}},
     openapi_extra=documented_query(OffersParams),
 )
-async def list_offers(request: Request, query: OffersParamsDep) -> Response:
+async def list_offers(request: Request) -> Response:
     """Each provider's latest good snapshot, cheapest per GPU-hour first, with its freshness.
 
     A provider whose last run failed still serves its last good snapshot, marked stale. A page
@@ -82,6 +83,7 @@ async def list_offers(request: Request, query: OffersParamsDep) -> Response:
     `Accept: application/x-ndjson` the offers come one JSON object per line, streamed, every
     matching offer unless `limit` says fewer.
     """
+    query = await _read_offers_query(request)
     state = request.app.state  # the app's own, read directly: each dependency costs per request
     server, clock = state.offer_server, state.clock
     freshness = await get_freshness(server, clock, state.collector)
@@ -139,7 +141,10 @@ def _providers_json(
     if held is None or held[0] is not freshness:
         out = _PROVIDERS.validate_python(freshness, from_attributes=True)
         written = {id(f): _PROVIDER.dump_json(o) for f, o in zip(freshness, out, strict=True)}
-        held = state.providers_written = (freshness, written)  # keeps each `id` its object's
+        whole = b"[" + b",".join(written.values()) + b"]"
+        held = state.providers_written = (freshness, written, whole)  # keeps each `id` its own
+    if reported == freshness:  # every provider (equal lists: the same objects, compared as such)
+        return held[2]
     if all(id(f) in held[1] for f in reported):
         return b"[" + b",".join(held[1][id(f)] for f in reported) + b"]"
     return _PROVIDERS.dump_json(_PROVIDERS.validate_python(reported, from_attributes=True))
