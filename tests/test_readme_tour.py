@@ -32,6 +32,10 @@ DOCUMENTED_URL = "http://127.0.0.1:8000"
 TOUR_HEADING = "## A five-minute tour"
 DEMO_START_S = 600
 """Filling the demo database replays every recording once an hour over its history."""
+TOUR_HISTORY = "6h"
+"""The history the tour's demo is filled with: every command runs on any length of it (a day of
+it, with the page's day-over-day change, is tests/pipeline/collection/test_demo.py's), and each
+hour is one more replay of every recording."""
 
 
 def tour_commands(text: str) -> list[str]:
@@ -101,7 +105,7 @@ def demo(tmp_path_factory, hub) -> Iterator[tuple[Path, str]]:
     }
     port = free_port()
     process = subprocess.Popen(
-        [str(shim), "demo", "--port", str(port), "--history", "26h"],
+        [str(shim), "demo", "--port", str(port), "--history", TOUR_HISTORY],
         cwd=folder,
         env=env,
         stdout=subprocess.PIPE,

@@ -152,6 +152,9 @@ class CurrentOffers:
         """Each sort's ranks: every position's place in that order."""
         self._kept: dict[str, object] = {}
         self._lock = threading.Lock()
+        self._loaded_bytes = int(self.table.nbytes) + sum(a.nbytes for a in self._columns.values())
+        """The table's and columns' bytes, fixed for the copy's life (`nbytes` is asked of every
+        kept copy whenever a past one is asked for)."""
 
     @classmethod
     def load(
@@ -173,8 +176,7 @@ class CurrentOffers:
     @property
     def nbytes(self) -> int:
         """What the copy holds: its table, columns, derived answers and attached bytes."""
-        columns = sum(a.nbytes for a in self._columns.values())
-        return int(self.table.nbytes) + columns + self.derived_nbytes + self.attached_bytes
+        return self._loaded_bytes + self.derived_nbytes + self.attached_bytes
 
     @property
     def derived_nbytes(self) -> int:
