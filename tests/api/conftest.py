@@ -9,20 +9,37 @@ from fastapi.testclient import TestClient
 from api.app import create_app
 from pipeline.collection.collect import run_collection
 from pipeline.settings import Settings
-from tests.conftest import FIXTURES, LOOPBACK_URL, OBSERVED_AT, open_copy
+from tests.conftest import (
+    FIXTURES,
+    LOOPBACK_URL,
+    OBSERVED_AT,
+    build_template,
+    fill_from,
+    open_copy,
+)
 from tests.search_market import collect_market
 from warehouse import Warehouse
 
 
-@pytest.fixture
-def collected(warehouse):
+def collect_vastai(warehouse: Warehouse, folder: Path) -> None:
     run_collection(
         ["vastai"],
         warehouse,
         replays={"vastai": FIXTURES / "vastai_bundles.json"},
         now=lambda: OBSERVED_AT,
     )
-    return warehouse
+
+
+@pytest.fixture(scope="session")
+def vastai_template(tmp_path_factory) -> Path:
+    """Vast.ai's recorded answer collected at `OBSERVED_AT`, once per session."""
+    return build_template(tmp_path_factory.mktemp("vastai"), collect_vastai)
+
+
+@pytest.fixture
+def collected(warehouse, vastai_template):
+    """The test's own warehouse (the same object as `warehouse`) holding that collection."""
+    return fill_from(warehouse, vastai_template)
 
 
 @pytest.fixture
