@@ -1,12 +1,12 @@
 """`GET /offers`: current offers (or as of a time) as a JSON page or NDJSON lines.
 
-The query string is read into the one model of the question (`OffersParams`, a FastAPI query
-parameter model: `api.rest.parameters`); the answer is offers from the pipeline
-(`OfferServer.answer`), written by `api.rest.offers_json`. A question over the copy in force,
-once its offers are written, is answered on the event loop (a selection over arrays and a join
-of bytes, quicker than a thread's round trip); anything else runs in a worker thread
-(`OffloadDep`). A large page is sent a piece at a time, so the loop serves other requests
-between pieces.
+The query string is read into the one model of the question (`OffersParams`, read with
+pydantic in the route and documented by FastAPI: `api.rest.parameters`); the answer is offers
+from the pipeline (`OfferServer.answer`), written by `api.rest.offers_json`. A question over
+the copy in force, once its offers are written, is answered on the event loop (a selection over
+arrays and a join of bytes, quicker than a thread's round trip); anything else runs in a worker
+thread (`OffloadDep`). A large page is sent a piece at a time, so the loop serves other
+requests between pieces.
 """
 
 from __future__ import annotations
