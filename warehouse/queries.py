@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -70,12 +68,11 @@ def insert_run(
         conn.register("offer_batch", batch)
         try:
             _check_columns(conn, "offer_batch", "offer_observations")
-            with _one_thread(conn):
-                conn.execute("INSERT INTO offer_observations BY NAME SELECT * FROM offer_batch")
-                if outliers is not None:
-                    flag_price_outliers(conn, run.run_id, run.provider, outliers)
-                conn.execute(SUMMARISE_BATCH)
-                roll_up_run(conn, run.provider, run.observed_at)
+            conn.execute("INSERT INTO offer_observations BY NAME SELECT * FROM offer_batch")
+            if outliers is not None:
+                flag_price_outliers(conn, run.run_id, run.provider, outliers)
+            conn.execute(SUMMARISE_BATCH)
+            roll_up_run(conn, run.provider, run.observed_at)
         finally:
             conn.unregister("offer_batch")
     if rejects is not None and rejects.num_rows:
@@ -105,29 +102,6 @@ def _check_columns(conn: duckdb.DuckDBPyConnection, batch: str, table: str) -> N
     ]
     if wrong:
         raise WarehouseError(f"the batch does not fit table {table}: {', '.join(wrong)}")
-
-
-@contextmanager
-def _one_thread(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """DuckDB on one thread for the bulk inserts of a run, then back to its setting.
-
-    One thread inserts an Arrow batch in less wall time and CPU than two (bench/ingest.py prints
-    the store stage beside a raw insert). The setting is the database's, so readers during
-    the write (well under a second) get one thread too. Not on a DuckLake (its collectors and
-    their leases misbehaved with it in tests/lake; unmeasured there).
-    """
-    kind = conn.execute(
-        "SELECT type FROM duckdb_databases() WHERE database_name = current_database()"
-    ).fetchone()
-    if kind is None or kind[0] != "duckdb":  # a DuckLake: its own threads, left alone
-        yield
-        return
-    threads = conn.execute("SELECT current_setting('threads')").fetchone()
-    conn.execute("SET threads = 1")
-    try:
-        yield
-    finally:
-        conn.execute(f"SET threads = {int(threads[0]) if threads else 1}")
 
 
 def unknown_gpus(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
