@@ -48,6 +48,9 @@ browser:
 # dev extra and is started by the tests themselves on 127.0.0.1.
 # The tests run on one pytest-xdist worker per core (PYTEST_WORKERS=0: in this process alone);
 # tests sharing a costly fixture go to one worker, the slow ones start first (tests/conftest.py).
+# The suite writes bytecode (in __pycache__/, ignored by git) even where PYTHONDONTWRITEBYTECODE
+# is set: pytest's rewritten test modules, compiled again by every worker on every run without it,
+# and the package, compiled again by each of the hundreds of processes the tests start.
 # SkyPilot's and dstack's venvs (the tests read our task files with them) are built on the
 # first run and kept: in $XDG_CACHE_HOME/gpuprices/launchers (shared by every clone) when set,
 # else in .cache/launchers (tests/launcher_venvs.py).
@@ -60,7 +63,7 @@ test: $(STAMP)
 	fi
 	$(BIN)/lint-imports
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # What `make run`, `make demo` and the image import is installed by the run install alone: a
 # throwaway venv with only `pip install '.[lake]'` imports every module, answers every command's

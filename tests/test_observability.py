@@ -45,7 +45,12 @@ def scrape(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list]:
             replays={"vastai": FIXTURES / "vastai_bundles.json"},
             now=lambda: RAN_AT,
         )
-        run_collection(["runpod"], warehouse, now=lambda: RAN_AT, env={})  # no key: fails
+        broken = db.with_name("runpod.json")  # an error page where the JSON should be
+        broken.write_text("<html><body>502 Bad Gateway</body></html>")
+        failed = run_collection(
+            ["runpod"], warehouse, replays={"runpod": broken}, now=lambda: RAN_AT
+        )
+        assert [r.status for r in failed] == ["failed"]
         settings = Settings(db=db, scheduler=False)
         with TestClient(create_app(settings, warehouse, clock=lambda: RAN_AT)) as client:
             text = client.get("/metrics").text

@@ -32,7 +32,7 @@ DOCUMENTED_URL = "http://127.0.0.1:8000"
 TOUR_HEADING = "## A five-minute tour"
 DEMO_START_S = 600
 """Filling the demo database replays every recording once an hour over its history."""
-TOUR_HISTORY = "6h"
+TOUR_HISTORY = "1h"
 """The history the tour's demo is filled with: every command runs on any length of it (a day of
 it, with the page's day-over-day change, is tests/pipeline/collection/test_demo.py's), and each
 hour is one more replay of every recording."""
