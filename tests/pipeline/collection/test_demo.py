@@ -49,16 +49,18 @@ def test_demo_prices_walk_from_the_recording_seeded_and_bounded():
 
 @pytest.mark.slow
 def test_the_demo_has_a_day_of_history_that_moves_ending_now_labelled_as_demo(warehouse, db_path):
-    """A day of history, replayed every 2 hours (the demo's hourly step replays each recording
-    24 times a day: the same code, twice as long); the chart's lines break only past a bucket and
-    1.5 collection intervals (an hour each here), so 2 hours apart they are drawn whole."""
+    """A day of history, replayed every 4 hours and collected every 4 hours (the demo replays
+    each recording every hour, 24 times a day: the same code, six times as long); the chart's
+    lines break only past a bucket and 1.5 collection intervals, so 4 hours apart they are
+    drawn whole."""
+    step = timedelta(hours=4)
     settings = demo_settings(Settings(db=db_path, scheduler=False))
-    step = timedelta(hours=2)
+    settings = settings.model_copy(update={"intervals": dict.fromkeys(demo_bodies(), step)})
     reports = fill_demo(
         warehouse, settings, now=lambda: NOW, history=timedelta(hours=24), step=step
     )
-    assert len(reports) == 13 * len(demo_bodies()) and {r.status for r in reports} == {"ok"}
-    assert {r.observed_at for r in reports} == {NOW - step * back for back in range(13)}
+    assert len(reports) == 7 * len(demo_bodies()) and {r.status for r in reports} == {"ok"}
+    assert {r.observed_at for r in reports} == {NOW - step * back for back in range(7)}
     with TestClient(create_app(settings, warehouse, clock=lambda: NOW)) as web:
         assert web.get("/healthz").json()["demo"] is True
         providers = web.get("/providers").json()
